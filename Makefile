@@ -1,0 +1,40 @@
+# The two commands a newcomer needs, on a fresh Debian 12 machine:
+#   make serve   install what is missing, fetch the default model, build Release, start the daemon
+#   make test    install what is missing, build, run every test (unit + end-to-end)
+
+BUILD_DIR  ?= build
+BUILD_TYPE ?= Release
+MODEL      ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
+SERVE_ARGS ?=
+VENV       := .venv
+CMAKE_ARGS ?=
+
+.PHONY: all deps model build venv serve test clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+model:
+	bash scripts/fetch-model.sh models
+
+build: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+	cmake --build $(BUILD_DIR)
+
+$(VENV)/.installed: tests/e2e/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
+	touch $@
+
+venv: deps $(VENV)/.installed
+
+serve: build model
+	$(BUILD_DIR)/server/sluice serve --model $(MODEL) $(SERVE_ARGS)
+
+test: build model venv
+	ctest --test-dir $(BUILD_DIR) --output-on-failure
+
+clean:
+	rm -rf $(BUILD_DIR)

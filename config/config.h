@@ -1,0 +1,46 @@
+#pragma once
+// The one configuration schema of sluice: plain structs with their defaults.
+// Filled from (lowest to highest precedence) defaults, a config file, SLUICE_*
+// environment variables and command-line flags; see config_loader.h.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice::config {
+
+// One model the daemon serves.
+struct ModelConfig {
+  std::string path;              // GGUF file
+  std::string name;              // served model id; empty: the file name without .gguf
+  std::string backend = "auto";  // cpu | cuda | cuda:N | auto
+  int64_t context_length = 0;    // 0: the model's trained context length
+};
+
+struct Config {
+  // HTTP listener
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;
+  int http_threads = 0;  // 0: one per core, at least 2
+  int max_connections = 1024;
+
+  // Requests
+  uint64_t max_body_bytes = 8u << 20;
+  uint32_t max_header_bytes = 16u << 10;
+  double header_timeout_s = 10;  // from a request's first byte to its last header byte
+  double body_timeout_s = 60;    // to receive the whole body
+  double idle_timeout_s = 60;    // keep-alive connection with no request in progress
+  double write_timeout_s = 60;   // to hand one response to a slow reader
+  double shutdown_grace_s = 30;  // SIGTERM: in-flight requests get this long to finish
+
+  // Access control
+  std::vector<std::string> api_keys;      // empty: no authentication
+  std::vector<std::string> cors_origins;  // empty: CORS off; "*": any origin
+
+  // Logging
+  std::string log_level = "info";  // trace | debug | info | warn | error | off
+  bool access_log = true;
+
+  std::vector<ModelConfig> models;
+};
+
+}  // namespace sluice::config

@@ -1,0 +1,175 @@
+// The `models` row of the option table. Unlike the scalar keys it has a richer file
+// form (an array of objects) and a text form ("[NAME=]PATH,...") for --model and
+// SLUICE_MODEL. Every source replaces the whole list, and each finished list is
+// validated at once so that errors can still name the source they came from.
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/option_table.h"
+
+namespace sluice::config::detail {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kKey = "models";
+
+std::string entry_key(std::size_t index, std::string_view field = {}) {
+  std::string out = std::string(kKey) + "[" + std::to_string(index) + "]";
+  if (!field.empty()) out += "." + std::string(field);
+  return out;
+}
+
+bool is_valid_backend(std::string_view backend) {
+  if (backend == "auto" || backend == "cpu" || backend == "cuda") return true;
+  if (!backend.starts_with("cuda:")) return false;
+  std::string_view digits = backend.substr(5);
+  int device = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), device);
+  return !digits.empty() && ec == std::errc{} && end == digits.data() + digits.size() &&
+         device >= 0;
+}
+
+// The served name a model gets when none is given: its file (or folder) name
+// without the .gguf extension.
+std::string default_name(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  std::size_t slash = path.rfind('/');
+  if (slash != std::string_view::npos) path.remove_prefix(slash + 1);
+  if (path.size() > 5 && path.ends_with(".gguf")) path.remove_suffix(5);
+  return path == "/" || path == "." || path == ".." ? "" : std::string(path);
+}
+
+// Fills in default names and checks what no single entry can: that names are unique.
+void finish(std::vector<ModelConfig>& models, std::string_view origin) {
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    ModelConfig& model = models[i];
+    if (model.path.empty()) fail(entry_key(i, "path"), "must be a non-empty path", origin);
+    if (!is_valid_backend(model.backend)) {
+      fail(entry_key(i, "backend"),
+           "must be one of auto, cpu, cuda, cuda:N (N >= 0), got " + quote(model.backend), origin);
+    }
+    if (model.context_length < 0) {
+      fail(entry_key(i, "context_length"),
+           "must be >= 0 (0: the model's own), got " + std::to_string(model.context_length),
+           origin);
+    }
+    if (model.name.empty()) model.name = default_name(model.path);
+    if (model.name.empty()) {
+      fail(entry_key(i, "name"), "cannot be derived from path " + quote(model.path) + "; set one",
+           origin);
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (models[j].name == model.name) {
+        fail(kKey,
+             "duplicate model name " + quote(model.name) + " (" + entry_key(j) + " and " +
+                 entry_key(i) + "); give one a distinct name with NAME=PATH or \"name\"",
+             origin);
+      }
+    }
+  }
+}
+
+// "NAME=PATH" names the model only when NAME holds no '/', so that a path such
+// as "dir=x/model.gguf" or "/data/a=b.gguf" is still read as a path.
+ModelConfig parse_text_entry(std::string_view item, std::size_t index, std::string_view origin) {
+  ModelConfig model;
+  std::size_t equals = item.find('=');
+  if (equals != std::string_view::npos &&
+      item.substr(0, equals).find('/') == std::string_view::npos) {
+    model.name = std::string(trim(item.substr(0, equals)));
+    model.path = std::string(trim(item.substr(equals + 1)));
+    if (model.name.empty()) fail(entry_key(index, "name"), "empty name in " + quote(item), origin);
+  } else {
+    model.path = std::string(item);
+  }
+  return model;
+}
+
+const std::vector<std::string>& entry_fields() {
+  static const std::vector<std::string> fields = {"path", "name", "backend", "context_length"};
+  return fields;
+}
+
+ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_view origin) {
+  if (entry.is_string()) return parse_text_entry(entry.get<std::string>(), index, origin);
+  if (!entry.is_object()) {
+    fail_type(entry_key(index), "an object {\"path\": ..., \"name\": ...} or a string", entry,
+              origin);
+  }
+  ModelConfig model;
+  for (const auto& [field, value] : entry.items()) {
+    std::string key = entry_key(index, field);
+    if (field == "context_length") {
+      if (!value.is_number_integer()) fail_type(key, "an integer", value, origin);
+      if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{1} << 40) {
+        fail(key, "must be at most 2^40, got " + value.dump(), origin);
+      }
+      model.context_length = value.get<int64_t>();
+      continue;
+    }
+    std::string* target = field == "path"      ? &model.path
+                          : field == "name"    ? &model.name
+                          : field == "backend" ? &model.backend
+                                               : nullptr;
+    if (target == nullptr) fail(key, "unknown key" + suggestion(field, entry_fields()), origin);
+    if (!value.is_string()) fail_type(key, "a string", value, origin);
+    *target = value.get<std::string>();
+  }
+  if (!entry.contains("path")) fail(entry_key(index, "path"), "is required", origin);
+  if (entry.contains("name") && model.name.empty()) {
+    fail(entry_key(index, "name"), "must not be empty (leave it out for the default)", origin);
+  }
+  return model;
+}
+
+}  // namespace
+
+OptionSpec models_option() {
+  OptionSpec spec;
+  spec.key = std::string(kKey);
+  spec.flag = "--model";
+  spec.env = "SLUICE_MODEL";
+  spec.value_name = "[NAME=]PATH";
+  spec.group = "Models";
+  spec.help =
+      "Model file to serve, named NAME or else its file name without .gguf; repeatable, "
+      "comma-separated; replaces the file's list; at least one is required";
+  spec.is_list = true;
+  spec.set_from_text = [](Config& config, std::string_view text, std::string_view origin) {
+    std::vector<std::string> items = split_list(text);
+    std::vector<ModelConfig> models;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      models.push_back(parse_text_entry(items[i], i, origin));
+    }
+    finish(models, origin);
+    config.models = std::move(models);
+  };
+  spec.set_from_json = [](Config& config, const json& value, std::string_view origin) {
+    if (!value.is_array()) fail_type(kKey, "an array of model objects", value, origin);
+    std::vector<ModelConfig> models;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      models.push_back(parse_json_entry(value[i], i, origin));
+    }
+    finish(models, origin);
+    config.models = std::move(models);
+  };
+  spec.show = [](const Config& config) -> std::string {
+    if (config.models.empty()) return "none";
+    std::string out;
+    for (const ModelConfig& model : config.models) {
+      if (!out.empty()) out += "; ";
+      out += model.name + "=" + model.path + " (backend " + model.backend + ", context_length " +
+             (model.context_length == 0 ? "from model" : std::to_string(model.context_length)) +
+             ")";
+    }
+    return out;
+  };
+  return spec;
+}
+
+}  // namespace sluice::config::detail

@@ -1,0 +1,224 @@
+#include "engine/model_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+namespace sluice::engine {
+namespace {
+
+using loader::GgufFile;
+using loader::LoadError;
+
+// llama.cpp's llama_ftype numbering, as written to general.file_type by its converters
+// and quantizers; ids 4-6 are formats GGML has since dropped.
+constexpr std::pair<uint32_t, std::string_view> kFileTypeNames[] = {
+    {0, "F32"},       {1, "F16"},       {2, "Q4_0"},      {3, "Q4_1"},
+    {4, "Q4_1_SOME_F16"},               {7, "Q8_0"},      {8, "Q5_0"},
+    {9, "Q5_1"},      {10, "Q2_K"},     {11, "Q3_K_S"},   {12, "Q3_K_M"},
+    {13, "Q3_K_L"},   {14, "Q4_K_S"},   {15, "Q4_K_M"},   {16, "Q5_K_S"},
+    {17, "Q5_K_M"},   {18, "Q6_K"},     {19, "IQ2_XXS"},  {20, "IQ2_XS"},
+    {21, "Q2_K_S"},   {22, "IQ3_XS"},   {23, "IQ3_XXS"},  {24, "IQ1_S"},
+    {25, "IQ4_NL"},   {26, "IQ3_S"},    {27, "IQ3_M"},    {28, "IQ2_S"},
+    {29, "IQ2_M"},    {30, "IQ4_XS"},   {31, "IQ1_M"},    {32, "BF16"},
+    {36, "TQ1_0"},    {37, "TQ2_0"},    {38, "MXFP4_MOE"}, {39, "NVFP4"},
+    {40, "Q1_0"},
+};
+// Set by llama.cpp when it guessed the file type instead of being told.
+constexpr uint64_t kFileTypeGuessedFlag = 1024;
+
+std::string resolve_backend(const config::ModelConfig& config) {
+  const std::string& backend = config.backend;
+  if (backend == "auto" || backend == "cpu") return "cpu";
+  const bool is_cuda_index =
+      backend.size() > 5 && backend.compare(0, 5, "cuda:") == 0 &&
+      std::all_of(backend.begin() + 5, backend.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (backend == "cuda" || is_cuda_index) {
+#ifdef SLUICE_CUDA
+    return backend;
+#else
+    throw LoadError(config.path, "backend '" + backend +
+                                     "': this build has no CUDA backend yet (rebuild with "
+                                     "-DSLUICE_CUDA=ON once the CUDA backend exists)");
+#endif
+  }
+  throw LoadError(config.path, "invalid backend '" + backend +
+                                   "' (expected auto, cpu, cuda or cuda:N)");
+}
+
+std::string default_model_id(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
+  constexpr std::string_view kSuffix = ".gguf";
+  if (name.size() > kSuffix.size() && name.ends_with(kSuffix)) {
+    name.resize(name.size() - kSuffix.size());
+  }
+  return name;
+}
+
+// Cosmetic keys must not keep a model from loading, so a wrong type just means absent.
+std::string optional_string(const GgufFile& file, std::string_view key) {
+  const loader::GgufValue* value = file.find(key);
+  if (value == nullptr) return {};
+  return std::string(value->to_string().value_or(""));
+}
+
+int64_t required_positive(const GgufFile& file, const std::string& key) {
+  const std::optional<int64_t> value = file.get_int(key);
+  if (!value) throw LoadError(file.path(), "missing required key '" + key + "'");
+  if (*value <= 0) {
+    throw LoadError(file.path(), "key '" + key + "' is " + std::to_string(*value) +
+                                     ", expected a positive integer");
+  }
+  return *value;
+}
+
+std::string check_architecture(const GgufFile& file) {
+  const std::optional<std::string_view> arch = file.get_string("general.architecture");
+  if (!arch) throw LoadError(file.path(), "missing required key 'general.architecture'");
+  for (const std::string_view supported : kSupportedArchitectures) {
+    if (*arch == supported) return std::string(*arch);
+  }
+  std::string names;
+  for (const std::string_view supported : kSupportedArchitectures) {
+    if (!names.empty()) names += ", ";
+    names += supported;
+  }
+  throw LoadError(file.path(),
+                  "unsupported architecture '" + std::string(*arch) + "' (supported: " + names + ")");
+}
+
+std::string format_count(uint64_t count) {
+  char buf[32];
+  if (count >= 1'000'000'000) {
+    std::snprintf(buf, sizeof buf, "%.2fB", static_cast<double>(count) / 1e9);
+  } else if (count >= 1'000'000) {
+    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(count) / 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(count));
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::string file_type_label(const GgufFile& file) {
+  if (const loader::GgufValue* value = file.find("general.file_type")) {
+    if (const std::optional<uint64_t> ftype = value->to_uint()) {
+      const uint64_t id = *ftype & ~kFileTypeGuessedFlag;
+      for (const auto& [known, name] : kFileTypeNames) {
+        if (known == id) return std::string(name);
+      }
+    }
+  }
+  // Norms and biases are 1-D and usually F32 in any file, so only matrices vote.
+  std::map<backends::DType, uint64_t> num_elements_by_dtype;
+  for (const loader::GgufTensorInfo& tensor : file.tensors()) {
+    if (tensor.shape.size() >= 2) num_elements_by_dtype[tensor.dtype] += tensor.num_elements;
+  }
+  if (num_elements_by_dtype.empty()) {
+    for (const loader::GgufTensorInfo& tensor : file.tensors()) {
+      num_elements_by_dtype[tensor.dtype] += tensor.num_elements;
+    }
+  }
+  if (num_elements_by_dtype.empty()) return "unknown";
+  const auto most = std::max_element(
+      num_elements_by_dtype.begin(), num_elements_by_dtype.end(),
+      [](const auto& a, const auto& b) { return a.second < b.second; });
+  return std::string(backends::dtype_name(most->first));
+}
+
+LoadedModel register_model(const config::ModelConfig& config) {
+  ModelInfo info;
+  info.path = config.path;
+  info.id = config.name.empty() ? default_model_id(config.path) : config.name;
+  info.backend = resolve_backend(config);
+  if (config.context_length < 0) {
+    throw LoadError(config.path, "context_length " + std::to_string(config.context_length) +
+                                     " is negative (0 means the trained context length)");
+  }
+
+  auto file = std::make_shared<const GgufFile>(GgufFile::open(config.path));
+  info.architecture = check_architecture(*file);
+  const std::string& arch = info.architecture;
+  info.trained_context_length = required_positive(*file, arch + ".context_length");
+  required_positive(*file, arch + ".embedding_length");
+  required_positive(*file, arch + ".block_count");
+  if (!file->get_string("tokenizer.ggml.model")) {
+    throw LoadError(config.path, "missing required key 'tokenizer.ggml.model'");
+  }
+  if (file->tensors().empty()) throw LoadError(config.path, "the file contains no tensors");
+  if (file->find_tensor("token_embd.weight") == nullptr) {
+    throw LoadError(config.path, "missing required tensor 'token_embd.weight'");
+  }
+
+  if (config.context_length > info.trained_context_length) {
+    throw LoadError(config.path, "context_length " + std::to_string(config.context_length) +
+                                     " exceeds the model's trained context length " +
+                                     std::to_string(info.trained_context_length));
+  }
+  info.context_length =
+      config.context_length == 0 ? info.trained_context_length : config.context_length;
+
+  info.display_name = optional_string(*file, "general.name");
+  info.owned_by = optional_string(*file, "general.organization");
+  if (info.owned_by.empty()) info.owned_by = "sluice";
+  info.file_type = file_type_label(*file);
+  for (const loader::GgufTensorInfo& tensor : file->tensors()) {
+    info.num_parameters += tensor.num_elements;
+  }
+  info.file_bytes = file->file_size();
+  info.created = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+
+  spdlog::info("model '{}': {} {}, {} params, context {} (trained {}), backend {}, {}", info.id,
+               info.architecture, info.file_type, format_count(info.num_parameters),
+               info.context_length, info.trained_context_length, info.backend, info.path);
+  return LoadedModel{std::move(info), std::move(file)};
+}
+
+void ModelRegistry::add(LoadedModel model) {
+  std::lock_guard lock(mutex_);
+  for (const LoadedModel& existing : models_) {
+    if (existing.info.id == model.info.id) {
+      throw std::invalid_argument("model id '" + model.info.id + "' is already registered (" +
+                                  existing.info.path + ")");
+    }
+  }
+  models_.push_back(std::move(model));
+}
+
+std::vector<ModelInfo> ModelRegistry::list() const {
+  std::lock_guard lock(mutex_);
+  std::vector<ModelInfo> out;
+  out.reserve(models_.size());
+  for (const LoadedModel& model : models_) out.push_back(model.info);
+  return out;
+}
+
+std::optional<ModelInfo> ModelRegistry::find(std::string_view id) const {
+  std::optional<LoadedModel> model = find_loaded(id);
+  if (!model) return std::nullopt;
+  return std::move(model->info);
+}
+
+std::optional<LoadedModel> ModelRegistry::find_loaded(std::string_view id) const {
+  std::lock_guard lock(mutex_);
+  for (const LoadedModel& model : models_) {
+    if (model.info.id == id) return model;
+  }
+  return std::nullopt;
+}
+
+size_t ModelRegistry::size() const {
+  std::lock_guard lock(mutex_);
+  return models_.size();
+}
+
+}  // namespace sluice::engine

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Installs everything sluice needs on Debian 12, and nothing twice.
+# Used by `make serve`, `make test`, .ci/run and the Dockerfile alike.
+#
+#   scripts/install-deps.sh            build + test dependencies (default)
+#   scripts/install-deps.sh --runtime  only the shared libraries the daemon loads
+#
+# prometheus-cpp is not packaged for Debian 12. Debian 13's core library installs
+# cleanly on 12, so we add Debian 13 as an apt source pinned at priority 1 (nothing
+# is ever taken from it unless named), install the core library from it, and unpack
+# the headers of its -dev package (whose dependency on the push library cannot be
+# met on 12) into $SLUICE_DEPS_PREFIX, where CMake looks for them.
+set -euo pipefail
+
+mode=${1:-build}
+prefix=${SLUICE_DEPS_PREFIX:-/opt/sluice-deps}
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+build_pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost1.81-dev libspdlog-dev nlohmann-json3-dev doctest-dev libcli11-dev
+  python3 python3-venv curl unzip
+  prometheus docker-compose
+)
+runtime_pkgs=(libspdlog1.10 libfmt9 ca-certificates)
+
+missing() {  # prints the packages of "$@" that are not installed
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "${p%%/*}" 2>/dev/null | grep -q 'ok installed' || echo "$p"
+  done
+}
+
+apt_updated=0
+apt_update() {
+  [ "$apt_updated" -eq 1 ] && return
+  $sudo apt-get update -qq
+  apt_updated=1
+}
+
+add_trixie_source() {
+  local list=/etc/apt/sources.list.d/sluice-trixie.sources
+  [ -f "$list" ] && return
+  # Reuse the mirror this machine already uses for Debian 12.
+  local uri
+  uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+  if [ -z "$uri" ]; then
+    uri=$(awk '$1 == "deb" && $3 ~ /^bookworm$/ {print $2; exit}' /etc/apt/sources.list)
+  fi
+  [ -n "$uri" ] || { echo "install-deps: cannot find the Debian mirror in apt's sources" >&2; exit 1; }
+  printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$uri" | $sudo tee "$list" >/dev/null
+  printf 'Package: *\nPin: release n=trixie\nPin-Priority: 1\n' |
+    $sudo tee /etc/apt/preferences.d/sluice-trixie >/dev/null
+  apt_updated=0
+}
+
+install_prometheus_cpp() {
+  local want_headers=$1
+  local need_lib need_hdr=0
+  need_lib=$(missing libprometheus-cpp-core1.0)
+  [ "$want_headers" = 1 ] && [ ! -f "$prefix/include/prometheus/registry.h" ] && need_hdr=1
+  [ -z "$need_lib" ] && [ "$need_hdr" = 0 ] && return
+  add_trixie_source
+  apt_update
+  if [ -n "$need_lib" ]; then
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      libprometheus-cpp-core1.0/trixie
+  fi
+  if [ "$need_hdr" = 1 ]; then
+    local tmp
+    tmp=$(mktemp -d); chmod 755 "$tmp"
+    (cd "$tmp" && apt-get download -qq prometheus-cpp-dev/trixie)
+    $sudo mkdir -p "$prefix"
+    dpkg-deb -x "$tmp"/prometheus-cpp-dev_*.deb "$tmp/x"
+    $sudo cp -r "$tmp/x/usr/include" "$prefix/"
+    rm -rf "$tmp"
+  fi
+}
+
+case "$mode" in
+  build)   pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}"); headers=1 ;;
+  --runtime) pkgs=("${runtime_pkgs[@]}"); headers=0 ;;
+  *) echo "usage: $0 [--runtime]" >&2; exit 2 ;;
+esac
+
+todo=$(missing "${pkgs[@]}")
+if [ -n "$todo" ]; then
+  apt_update
+  # shellcheck disable=SC2086
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $todo
+fi
+install_prometheus_cpp "$headers"
+echo "install-deps: ok ($mode)"

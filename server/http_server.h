@@ -1,0 +1,58 @@
+#pragma once
+// The listener and its threads: N I/O threads on one io_context, a coroutine per
+// connection on its own strand, SIGINT/SIGTERM handling and the graceful drain.
+// Construct, listen() and run() from one thread; begin_shutdown() from any.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "config/config.h"
+#include "server/connection_tracker.h"
+#include "server/dispatcher.h"
+#include "server/http_metrics.h"
+#include "server/service_state.h"
+#include "server/session.h"
+
+namespace sluice::server {
+
+class HttpServer {
+ public:
+  HttpServer(const config::Config& config, const Dispatcher& dispatcher, HttpMetrics& metrics,
+             ServiceState& state);
+
+  // Binds host:port; throws std::system_error naming the address on failure.
+  void listen();
+  uint16_t port() const { return port_; }
+
+  // Serves until a signal or begin_shutdown() has drained every connection, or
+  // the grace period ran out. Returns on the calling thread.
+  void run();
+
+  // Stops accepting, closes idle connections, lets busy ones finish within the
+  // grace period. A second call (a second signal) closes everything at once.
+  void begin_shutdown();
+
+ private:
+  asio::awaitable<void> accept_loop();
+  void wait_for_signal();
+  void on_shutdown_requested();
+  void force_close(const char* why);
+  int num_threads() const;
+
+  const config::Config& config_;
+  ServiceState& state_;
+  HttpMetrics& metrics_;
+  asio::io_context ioc_;
+  asio::strand<asio::io_context::executor_type> control_;  // acceptor, signals, timer
+  asio::ip::tcp::acceptor acceptor_;
+  asio::signal_set signals_;
+  asio::steady_timer grace_timer_;
+  ConnectionTracker tracker_;
+  SessionContext session_ctx_;
+  uint16_t port_ = 0;
+  bool shutdown_started_ = false;  // on control_
+};
+
+}  // namespace sluice::server

@@ -1,0 +1,42 @@
+// The `sluice` executable: subcommands over the server, engine and config libraries.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "config/config_loader.h"
+#include "server/inspect_command.h"
+#include "server/serve_command.h"
+
+int main(int argc, char** argv) {
+  using namespace sluice;
+  CLI::App app{"sluice: an OpenAI-compatible LLM inference server"};
+  app.require_subcommand(1);
+
+  auto* serve = app.add_subcommand("serve", "Run the HTTP daemon");
+  config::ConfigOptions serve_options(*serve);
+
+  auto* inspect = app.add_subcommand("inspect", "Print a GGUF model's metadata and check it");
+  std::string inspect_path;
+  bool show_tensors = false;
+  inspect->add_option("model", inspect_path, "GGUF file")->required();
+  inspect->add_flag("--tensors", show_tensors, "Also list every tensor");
+
+  config::use_full_help(app);
+  CLI11_PARSE(app, argc, argv);
+
+  if (*inspect) return server::run_inspect(inspect_path, show_tensors);
+
+  config::Config config;
+  try {
+    auto env = config::process_environment();
+    config = serve_options.resolve(env);
+    for (const auto& warning : config::environment_warnings(env))
+      std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  } catch (const config::ConfigError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  return server::run_serve(config);
+}

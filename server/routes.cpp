@@ -1,0 +1,77 @@
+#include "server/routes.h"
+
+#include <nlohmann/json.hpp>
+
+#include "proto/errors.h"
+#include "proto/models.h"
+
+namespace sluice::server {
+
+void set_json(Response& response, http::status status, std::string body) {
+  response.result(status);
+  response.set(http::field::content_type, "application/json");
+  response.body() = std::move(body);
+}
+
+namespace {
+
+void set_error(Response& response, const proto::ApiError& error) {
+  set_json(response, static_cast<http::status>(error.status), proto::error_body(error));
+}
+
+}  // namespace
+
+void add_routes(Router& router, const ServiceState& state, const MetricsExposition& metrics) {
+  // Liveness: the process answers. Open without an API key, like /metrics and /ready,
+  // because probes and scrapers carry none.
+  router.add(
+      http::verb::get, "/health",
+      [](Exchange& ex) -> asio::awaitable<void> {
+        set_json(ex.response, http::status::ok, R"({"status":"ok"})");
+        co_return;
+      },
+      /*is_public=*/true);
+
+  router.add(
+      http::verb::get, "/ready",
+      [&state](Exchange& ex) -> asio::awaitable<void> {
+        if (state.draining.load()) {
+          set_error(ex.response, proto::not_ready("Shutting down"));
+        } else if (!state.ready.load()) {
+          set_error(ex.response, proto::not_ready("Models are still loading"));
+        } else {
+          nlohmann::json body = {{"status", "ready"}, {"models", nlohmann::json::array()}};
+          for (const auto& model : state.models.list()) body["models"].push_back(model.id);
+          set_json(ex.response, http::status::ok, body.dump());
+        }
+        co_return;
+      },
+      /*is_public=*/true);
+
+  router.add(http::verb::get, "/v1/models", [&state](Exchange& ex) -> asio::awaitable<void> {
+    set_json(ex.response, http::status::ok, proto::model_list(state.models.list()).dump());
+    co_return;
+  });
+
+  router.add(http::verb::get, "/v1/models/{id}", [&state](Exchange& ex) -> asio::awaitable<void> {
+    std::string id(ex.param("id"));
+    if (auto model = state.models.find(id)) {
+      set_json(ex.response, http::status::ok, proto::model_object(*model).dump());
+    } else {
+      set_error(ex.response, proto::model_not_found(id));
+    }
+    co_return;
+  });
+
+  router.add(
+      http::verb::get, "/metrics",
+      [&metrics](Exchange& ex) -> asio::awaitable<void> {
+        ex.response.result(http::status::ok);
+        ex.response.set(http::field::content_type, MetricsExposition::content_type);
+        ex.response.body() = metrics.render();
+        co_return;
+      },
+      /*is_public=*/true);
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,88 @@
+#include "server/serve_command.h"
+
+#include <prometheus/registry.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <exception>
+#include <sstream>
+#include <thread>
+
+#include "config/config_loader.h"
+#include "server/dispatcher.h"
+#include "server/http_metrics.h"
+#include "server/http_server.h"
+#include "server/middleware.h"
+#include "server/routes.h"
+#include "server/service_state.h"
+
+namespace sluice::server {
+
+void setup_logging(const std::string& level) {
+  auto logger = spdlog::stdout_color_mt("sluice");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  spdlog::set_level(spdlog::level::from_str(level));
+  spdlog::flush_on(spdlog::level::info);
+}
+
+namespace {
+
+// Registers every configured model; on failure asks the server to shut down.
+void load_models(const config::Config& config, ServiceState& state, HttpServer& server,
+                 std::atomic<int>& exit_code) {
+  for (const auto& model : config.models) {
+    try {
+      state.models.add(engine::register_model(model));
+    } catch (const std::exception& e) {
+      spdlog::error("cannot load model: {}", e.what());
+      exit_code = 1;
+      server.begin_shutdown();
+      return;
+    }
+  }
+  state.ready = true;
+  spdlog::info("ready: {} model(s) registered; text generation is not built yet, so only "
+               "/health, /ready, /v1/models and /metrics are served",
+               state.models.size());
+}
+
+}  // namespace
+
+int run_serve(const config::Config& config) {
+  setup_logging(config.log_level);
+  spdlog::info("sluice starting");
+  std::istringstream lines(config::describe(config));
+  for (std::string line; std::getline(lines, line);) spdlog::info("config: {}", line);
+
+  prometheus::Registry registry;
+  HttpMetrics http_metrics(registry);
+  MetricsExposition exposition(registry);
+  ServiceState state;
+
+  Router router;
+  add_routes(router, state, exposition);
+  ApiKeyAuth auth(config.api_keys);
+  Cors cors(config.cors_origins);
+  Dispatcher dispatcher(router, auth, cors);
+  if (auth.is_enabled()) spdlog::info("API keys required ({} configured)", config.api_keys.size());
+  if (cors.is_enabled()) spdlog::info("CORS enabled for {} origin(s)", config.cors_origins.size());
+
+  HttpServer server(config, dispatcher, http_metrics, state);
+  try {
+    server.listen();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+
+  std::atomic<int> exit_code{0};
+  std::thread loader([&] { load_models(config, state, server, exit_code); });
+  server.run();
+  loader.join();
+  spdlog::info("exiting with code {}", exit_code.load());
+  return exit_code;
+}
+
+}  // namespace sluice::server

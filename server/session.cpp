@@ -1,0 +1,208 @@
+#include "server/session.h"
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include <limits>
+#include <optional>
+
+#include "proto/errors.h"
+
+namespace sluice::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds to_duration(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+// What the access log and metrics need about a request, filled as it is parsed.
+struct RequestRecord {
+  Clock::time_point start = Clock::now();
+  std::string request_id;
+  std::string method = "-";
+  std::string target = "-";
+  std::string_view route = "unmatched";
+  std::string remote;
+};
+
+class Session {
+ public:
+  Session(ConnectionTracker::Handle connection, const SessionContext& ctx)
+      : connection_(std::move(connection)), stream_(connection_->stream), ctx_(ctx) {
+    beast::error_code ec;
+    auto endpoint = stream_.socket().remote_endpoint(ec);
+    if (!ec) remote_ = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  }
+
+  asio::awaitable<void> run() {
+    while (co_await serve_one()) {
+    }
+    beast::error_code ignored;
+    stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+ private:
+  // Serves one request; false when the connection should close.
+  asio::awaitable<bool> serve_one() {
+    const auto& config = ctx_.config;
+    if (buffer_.size() == 0) {
+      // Idle between requests: only the idle timeout applies until a byte arrives.
+      if (!ctx_.tracker.enter_idle(connection_)) co_return false;
+      stream_.expires_after(to_duration(config.idle_timeout_s));
+      auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(4096), use_nothrow);
+      if (ec) co_return false;
+      buffer_.commit(n);
+    }
+    ctx_.tracker.enter_busy(connection_);
+
+    RequestRecord record;
+    record.remote = remote_;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(config.max_header_bytes);
+    // The body limit is applied once the header is in, so an oversized declared
+    // length is answered with 413 instead of failing the header read.
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+
+    // The header deadline runs from the first byte, so dribbling a header byte by
+    // byte (slowloris) buys nothing.
+    stream_.expires_after(to_duration(config.header_timeout_s));
+    auto [header_ec, header_bytes] =
+        co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
+    if (header_ec) {
+      if (header_ec == http::error::header_limit) {
+        record.request_id = make_request_id();
+        co_await send_error(record, nullptr, proto::header_too_large());
+      } else if (header_ec != beast::error::timeout && header_ec != http::error::end_of_stream &&
+                 header_ec != asio::error::eof && header_ec != asio::error::operation_aborted &&
+                 header_ec != asio::error::connection_reset) {
+        record.request_id = make_request_id();
+        co_await send_error(record, nullptr,
+                            proto::invalid_request("Malformed HTTP request: " + header_ec.message()));
+      }
+      co_return false;
+    }
+
+    const auto& header = parser.get();
+    record.request_id = request_id_for(header);
+    record.method = std::string(header.method_string());
+    record.target = std::string(header.target());
+    ctx_.metrics.requests_in_flight.Increment();
+    bool keep_open = co_await finish_request(parser, record);
+    ctx_.metrics.requests_in_flight.Decrement();
+    co_return keep_open;
+  }
+
+  asio::awaitable<bool> finish_request(http::request_parser<http::string_body>& parser,
+                                       RequestRecord& record) {
+    const auto& config = ctx_.config;
+    const auto& header = parser.get();
+    parser.body_limit(config.max_body_bytes);
+    auto declared = parser.content_length();
+    if (declared && *declared > config.max_body_bytes) {
+      // Refused before reading the body; the connection cannot be reused after.
+      co_await send_error(record, &header, proto::payload_too_large(config.max_body_bytes));
+      co_return false;
+    }
+    if (beast::iequals(header[http::field::expect], "100-continue")) {
+      http::response<http::empty_body> go_on{http::status::continue_, header.version()};
+      stream_.expires_after(to_duration(config.write_timeout_s));
+      auto [ec, n] = co_await http::async_write(stream_, go_on, use_nothrow);
+      if (ec) co_return false;
+    }
+
+    stream_.expires_after(to_duration(config.body_timeout_s));
+    auto [body_ec, body_bytes] = co_await http::async_read(stream_, buffer_, parser, use_nothrow);
+    if (body_ec == http::error::body_limit) {
+      co_await send_error(record, &header, proto::payload_too_large(config.max_body_bytes));
+      co_return false;
+    }
+    if (body_ec) {
+      if (body_ec != beast::error::timeout && body_ec != http::error::end_of_stream &&
+          body_ec != asio::error::eof && body_ec != asio::error::operation_aborted) {
+        co_await send_error(record, &header,
+                            proto::invalid_request("Malformed HTTP request body: " + body_ec.message()));
+      }
+      co_return false;
+    }
+
+    Request request = parser.release();
+    Dispatched dispatched = co_await ctx_.dispatcher.dispatch(request, record.request_id);
+    record.route = dispatched.route;
+    bool keep_alive = request.keep_alive() && !ctx_.tracker.is_draining();
+    co_return co_await send(record, dispatched.response, keep_alive);
+  }
+
+  asio::awaitable<void> send_error(RequestRecord& record, const Request* header,
+                                   const proto::ApiError& error) {
+    Response response;
+    if (header) {
+      response.version(header->version());
+      ctx_.dispatcher.decorate(*header, record.request_id, response);
+    } else {
+      response.set(http::field::server, "sluice");
+      response.set("X-Request-Id", record.request_id);
+    }
+    set_error_response(response, error.status, proto::error_body(error));
+    co_await send(record, response, /*keep_alive=*/false);
+  }
+
+  // Writes the response, then logs and counts it. False when the connection should close.
+  asio::awaitable<bool> send(RequestRecord& record, Response& response, bool keep_alive) {
+    response.keep_alive(keep_alive);
+    response.prepare_payload();
+    stream_.expires_after(to_duration(ctx_.config.write_timeout_s));
+    auto [ec, bytes] = co_await http::async_write(stream_, response, use_nothrow);
+    stream_.expires_never();
+
+    double seconds = std::chrono::duration<double>(Clock::now() - record.start).count();
+    unsigned status = response.result_int();
+    ctx_.metrics.record(record.route, record.method, status, seconds);
+    if (ctx_.config.access_log) {
+      spdlog::info("{} \"{} {}\" {} {}B {:.2f}ms id={}{}", record.remote, record.method,
+                   record.target, status, response.body().size(), seconds * 1000.0,
+                   record.request_id, ec ? " (write failed: " + ec.message() + ")" : "");
+    }
+    co_return !ec && keep_alive;
+  }
+
+  ConnectionTracker::Handle connection_;
+  beast::tcp_stream& stream_;
+  const SessionContext& ctx_;
+  beast::flat_buffer buffer_;
+  std::string remote_ = "-";
+};
+
+}  // namespace
+
+asio::awaitable<void> run_session(ConnectionTracker::Handle connection, const SessionContext& ctx) {
+  ctx.metrics.connections_open.Increment();
+  ctx.tracker.add(connection);
+  {
+    Session session(connection, ctx);
+    co_await session.run();
+  }
+  ctx.metrics.connections_open.Decrement();
+  ctx.tracker.remove(connection);
+}
+
+asio::awaitable<void> reject_connection(asio::ip::tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  Response response{http::status::service_unavailable, 11};
+  response.set(http::field::server, "sluice");
+  response.set(http::field::retry_after, "1");
+  set_error_response(response, 503, proto::error_body(proto::too_many_connections()));
+  response.keep_alive(false);
+  response.prepare_payload();
+  stream.expires_after(std::chrono::seconds(2));
+  co_await http::async_write(stream, response, use_nothrow);
+  beast::error_code ignored;
+  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+}
+
+}  // namespace sluice::server

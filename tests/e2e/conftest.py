@@ -1,0 +1,120 @@
+"""Fixtures that start the real sluice daemon on 127.0.0.1 with an ephemeral port.
+
+The binary is $SLUICE_BIN (ctest sets it) or build/server/sluice. Every daemon a
+test starts is stopped (SIGKILL if it must) when the test ends.
+"""
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SLUICE_BIN = Path(os.environ.get("SLUICE_BIN", REPO / "build" / "server" / "sluice"))
+TINY_MODEL = REPO / "tests" / "fixtures" / "tiny-llama.gguf"
+DEFAULT_MODEL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
+
+
+class Daemon:
+    """One running `sluice serve`; its output is collected line by line."""
+
+    def __init__(self, args, env=None):
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(
+            [str(SLUICE_BIN), "serve", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=full_env,
+        )
+        self.lines = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.port = None
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self._lock:
+                self.lines.append(line.rstrip("\n"))
+
+    @property
+    def log(self):
+        with self._lock:
+            return "\n".join(self.lines)
+
+    def wait_for_log(self, pattern, timeout=20.0):
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            match = regex.search(self.log)
+            if match:
+                return match
+            if self.proc.poll() is not None:
+                self._reader.join(timeout=2)
+                match = regex.search(self.log)
+                if match:
+                    return match
+                raise AssertionError(f"daemon exited ({self.proc.returncode}):\n{self.log}")
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for /{pattern}/ in:\n{self.log}")
+
+    def wait_listening(self):
+        self.port = int(self.wait_for_log(LISTENING.pattern).group(1))
+        return self
+
+    def wait_ready(self):
+        self.wait_for_log(r"ready: \d+ model")
+        return self
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def signal(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+
+    def wait_exit(self, timeout=20.0):
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=2)
+        return code
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def start_daemon():
+    """start_daemon(*args, env=None, model=TINY_MODEL, ready=True) -> Daemon."""
+    started = []
+
+    def start(*args, env=None, model=TINY_MODEL, ready=True):
+        if not SLUICE_BIN.exists():
+            pytest.fail(f"{SLUICE_BIN} is missing: build first (make build)")
+        base = ["--host", "127.0.0.1", "--port", "0"]
+        if model is not None:
+            base += ["--model", f"tiny={model}" if model == TINY_MODEL else str(model)]
+        daemon = Daemon(base + list(args), env=env)
+        started.append(daemon)
+        daemon.wait_listening()
+        if ready:
+            daemon.wait_ready()
+        return daemon
+
+    yield start
+    for daemon in started:
+        daemon.kill()
+
+
+@pytest.fixture
+def daemon(start_daemon):
+    return start_daemon()

@@ -1,0 +1,142 @@
+"""Timeouts, graceful shutdown and start-up failures of the real daemon."""
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import SLUICE_BIN, TINY_MODEL
+from http_util import read_until_closed, request
+
+
+def test_slowloris_header_is_cut_off(start_daemon):
+    daemon = start_daemon("--header-timeout-s", "1")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+        started = time.monotonic()
+        sock.sendall(b"GET /health HTTP/1.1\r\n")
+        closed = False
+        # Dribble one header line every 0.2 s; the server must hang up after ~1 s.
+        for i in range(40):
+            try:
+                sock.sendall(b"X-Drip-%d: y\r\n" % i)
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            sock.settimeout(0.2)
+            try:
+                if sock.recv(4096) == b"":
+                    closed = True
+                    break
+            except socket.timeout:
+                pass
+            except ConnectionResetError:
+                closed = True
+                break
+        elapsed = time.monotonic() - started
+        assert closed, "server kept a slowloris connection open for 8 s"
+        assert elapsed < 4, elapsed
+    # Everyone else is still served.
+    assert request(daemon, "GET", "/health")[0] == 200
+
+
+def test_silent_connection_hits_idle_timeout(start_daemon):
+    daemon = start_daemon("--idle-timeout-s", "1")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+        started = time.monotonic()
+        assert read_until_closed(sock, timeout=8) == b""
+        assert time.monotonic() - started < 4
+
+
+def test_graceful_shutdown_finishes_the_request_in_flight(start_daemon):
+    daemon = start_daemon("--shutdown-grace-s", "10")
+    body = b'{"in": "flight"}'
+    sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
+    try:
+        # The request is in flight: headers and half the body are in.
+        sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body)
+                     + body[:5])
+        time.sleep(0.3)
+        daemon.signal(signal.SIGTERM)
+        daemon.wait_for_log(r"shutting down", timeout=5)
+
+        # No new connections once draining began.
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", daemon.port), timeout=2).close()
+
+        sock.sendall(body[5:])
+        reply = read_until_closed(sock, timeout=5)
+    finally:
+        sock.close()
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), reply[:300]
+    assert b"Connection: close" in head
+    assert b'"id":"tiny"' in payload
+    assert daemon.wait_exit(timeout=10) == 0
+    assert "all connections drained" in daemon.log
+
+
+def test_shutdown_closes_idle_keep_alive_connections_at_once(start_daemon):
+    daemon = start_daemon("--shutdown-grace-s", "30", "--idle-timeout-s", "60")
+    sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+    started = time.monotonic()
+    daemon.signal(signal.SIGINT)
+    assert daemon.wait_exit(timeout=10) == 0
+    assert time.monotonic() - started < 5  # not the 30 s grace: nothing was in flight
+    sock.close()
+
+
+def test_grace_period_bounds_a_stuck_request(start_daemon):
+    daemon = start_daemon("--shutdown-grace-s", "1", "--body-timeout-s", "60")
+    sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
+    sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
+    time.sleep(0.3)
+    started = time.monotonic()
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait_exit(timeout=10) == 0
+    assert time.monotonic() - started < 5
+    assert "grace period over" in daemon.log
+    sock.close()
+
+
+def run_sluice(*args, timeout=20):
+    return subprocess.run([str(SLUICE_BIN), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_bad_config_names_the_key():
+    result = run_sluice("serve", "--port", "abc", "--model", str(TINY_MODEL))
+    assert result.returncode != 0
+    assert "port" in (result.stdout + result.stderr)
+
+
+def test_missing_model_file_fails_at_load(start_daemon, tmp_path):
+    missing = tmp_path / "nope.gguf"
+    daemon = start_daemon(model=missing, ready=False)
+    assert daemon.wait_exit(timeout=20) == 1
+    assert "nope.gguf" in daemon.log
+
+
+def test_corrupt_model_file_fails_at_load(start_daemon, tmp_path):
+    corrupt = tmp_path / "corrupt.gguf"
+    corrupt.write_bytes(TINY_MODEL.read_bytes()[:1000])
+    daemon = start_daemon(model=corrupt, ready=False)
+    assert daemon.wait_exit(timeout=20) == 1
+    assert "corrupt.gguf" in daemon.log and "offset" in daemon.log
+
+
+def test_help_lists_every_subcommand_and_option():
+    result = run_sluice("--help")
+    assert result.returncode == 0
+    text = result.stdout
+    for word in ["serve", "inspect", "--config", "--model", "--host", "--port", "--api-keys",
+                 "SLUICE_PORT"]:
+        assert word in text, word
+
+
+def test_inspect_prints_metadata():
+    result = run_sluice("inspect", str(TINY_MODEL))
+    assert result.returncode == 0, result.stderr
+    assert "general.architecture" in result.stdout
+    assert "servable: tiny-llama" in result.stdout
