@@ -23,7 +23,7 @@ WORKDIR /src
 # Dependencies and the model come before the sources, so editing code rebuilds
 # neither layer.
 COPY scripts/install-deps.sh scripts/install-deps.sh
-RUN bash scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
+RUN bash scripts/install-deps.sh --build-only && rm -rf /var/lib/apt/lists/*
 
 ARG PIP_INDEX_URL
 COPY scripts/fetch-model.sh scripts/fetch-model.sh

@@ -2,8 +2,9 @@
 # Installs everything sluice needs on Debian 12, and nothing twice.
 # Used by `make serve`, `make test`, .ci/run and the Dockerfile alike.
 #
-#   scripts/install-deps.sh            build + test dependencies (default)
-#   scripts/install-deps.sh --runtime  only the shared libraries the daemon loads
+#   scripts/install-deps.sh               build + test dependencies (default)
+#   scripts/install-deps.sh --build-only  what building and fetching the model need (Dockerfile)
+#   scripts/install-deps.sh --runtime     only the shared libraries the daemon loads
 #
 # prometheus-cpp is not packaged for Debian 12. Debian 13's core library installs
 # cleanly on 12, so we add Debian 13 as an apt source pinned at priority 1 (nothing
@@ -20,9 +21,11 @@ sudo=""
 build_pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libspdlog-dev nlohmann-json3-dev doctest-dev libcli11-dev
-  python3 python3-venv curl unzip
-  prometheus docker-compose
+  python3 python3-venv curl
 )
+# The end-to-end tests check the metrics with a real Prometheus and promtool, and
+# the compose file with docker-compose.
+test_pkgs=(prometheus docker-compose)
 runtime_pkgs=(libspdlog1.10 libfmt9 ca-certificates)
 
 missing() {  # prints the packages of "$@" that are not installed
@@ -79,9 +82,10 @@ install_prometheus_cpp() {
 }
 
 case "$mode" in
-  build)   pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}"); headers=1 ;;
+  build)   pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}" "${runtime_pkgs[@]}"); headers=1 ;;
+  --build-only) pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}"); headers=1 ;;
   --runtime) pkgs=("${runtime_pkgs[@]}"); headers=0 ;;
-  *) echo "usage: $0 [--runtime]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--build-only | --runtime]" >&2; exit 2 ;;
 esac
 
 todo=$(missing "${pkgs[@]}")

@@ -1,12 +1,5 @@
 #pragma once
-// A GGUF (v2/v3) model file, memory-mapped and validated. Owns the mapping, the parsed
-// metadata and the tensor table; every string, array and tensor it hands out is a view
-// into the mapping, valid while this object lives (moving it keeps them valid).
-// Immutable after open(): any thread may read it.
-//
-// The file is untrusted input. open() bounds-checks every read and every count before
-// allocating, and rejects anything a backend could later trip over: unknown types,
-// misaligned or out-of-file tensor data, duplicate names, size overflows.
+// The GGUF (v2/v3) model file reader.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -39,6 +32,14 @@ struct GgufTensorInfo {
   uint64_t num_elements = 0;
 };
 
+// A GGUF model file, memory-mapped and validated. Owns the mapping, the parsed metadata
+// and the tensor table; every string, array and tensor it hands out is a view into the
+// mapping, valid while this object lives (moving it keeps them valid). Immutable after
+// open(): any thread may read it.
+//
+// The file is untrusted input. open() bounds-checks every read and every count before
+// allocating, and rejects anything a backend could later trip over: unknown types,
+// misaligned or out-of-file tensor data, duplicate names, size overflows.
 class GgufFile {
  public:
   static constexpr uint32_t kDefaultAlignment = 32;

@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
-#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace sluice::loader {
@@ -53,7 +53,8 @@ std::string printable_magic(const std::byte* p) {
 
 }  // namespace
 
-// Fills one GgufFile from its mapping. Lives only for the duration of open().
+// Fills one GgufFile from its mapping, keeping the read position and the current item
+// for error messages. Lives only inside open(), on the caller's thread.
 class GgufParser {
  public:
   explicit GgufParser(GgufFile& file) : file_(file), bytes_(file.mapping_.bytes()) {}

@@ -1,9 +1,5 @@
 #pragma once
-// One GGUF metadata value: a scalar, a string, or an array of either (arrays may nest).
-// Strings and numeric arrays are views into the file mapping, so a value is only valid
-// while the GgufFile that produced it is alive; a 50k-entry vocabulary costs one
-// string_view per token and its scores cost nothing until read. Immutable after
-// parsing; any thread may read it.
+// GGUF metadata values and their type ids.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -39,6 +35,11 @@ uint32_t gguf_fixed_size(GgufType type);
 bool is_integer(GgufType type);
 bool is_float(GgufType type);
 
+// One GGUF metadata value: a scalar, a string, or an array of either (arrays may nest).
+// Owns only small bookkeeping: strings and numeric arrays are views into the file
+// mapping, valid while the GgufFile that produced the value is alive, so a 50k-entry
+// vocabulary costs one string_view per token and its scores cost nothing until read.
+// Immutable after parsing; any thread may read it.
 class GgufValue {
  public:
   // Factories for the parser; `raw` points at the little-endian bytes in the mapping.

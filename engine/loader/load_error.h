@@ -1,8 +1,5 @@
 #pragma once
-// The one exception type of the weight loaders. Loading happens at startup (or on an
-// admin request), never on the hot path, so a bad model file is reported by throwing;
-// the message always names the file, and the byte offset where one is known, so an
-// operator can find the problem with a hex dump.
+// The exception type of the weight loaders.
 #include <cstdint>
 #include <filesystem>
 #include <stdexcept>
@@ -11,6 +8,10 @@
 
 namespace sluice::loader {
 
+// A model file that cannot be served. Loading happens at startup (or on an admin
+// request), never on the hot path, so a bad file is reported by throwing; the message
+// always names the file, and the byte offset where one is known, so an operator can
+// find the problem with a hex dump. Owns only its message; any thread may throw it.
 class LoadError : public std::runtime_error {
  public:
   // "<path>: <reason>"

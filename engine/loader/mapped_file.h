@@ -1,7 +1,5 @@
 #pragma once
-// A read-only memory mapping of a whole file. Owns the mapping and unmaps it on
-// destruction; move-only. Immutable after open(), so any thread may read it. Weights
-// are served straight from the page cache: nothing is copied at load time.
+// Read-only memory mapping of a whole file.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -9,6 +7,9 @@
 
 namespace sluice::loader {
 
+// Owns a read-only mapping of a whole file and unmaps it on destruction; move-only.
+// Immutable after open(), so any thread may read it. Weights are served straight from
+// the page cache: nothing is copied at load time.
 class MappedFile {
  public:
   // Throws LoadError when the file cannot be opened, is not a regular file, or cannot
