@@ -1,0 +1,122 @@
+#pragma once
+// The device interface every backend implements (CPU now; CUDA and Metal later).
+// Models are written once against this op set; each backend makes it fast.
+//
+// Conventions for every op:
+//   - T is the number of tokens in the step (all sequences of a batch, flattened).
+//   - Activations are F32; weights may be any dtype the backend's supports_matmul()
+//     accepts; token ids, positions and KV slots are I32.
+//   - Outputs are preallocated by the caller; `out` may alias an input only where
+//     the op says so.
+//   - Batch invariance: each output row depends only on its own input row (and,
+//     for attention, its own sequence's KV), computed the same way whatever T is,
+//     so a request's result never depends on what else shares the step.
+//   - Ops are enqueued in order on the backend's one stream; synchronize() waits
+//     for all of them. A backend is used by one thread at a time (the engine
+//     thread of its model); its compute threads live inside it.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/tensor.h"
+
+namespace sluice::backends {
+
+struct MemoryInfo {
+  uint64_t total_bytes = 0;
+  uint64_t free_bytes = 0;
+};
+
+// Rotary position embedding.
+struct RopeParams {
+  int num_rotated = 0;       // leading dims of each head that rotate (usually head_dim)
+  float theta = 10000.0f;    // base frequency
+  bool neox = false;         // pairs (i, i + n/2) as in GPT-NeoX/HF; else adjacent (2i, 2i+1) as in GGML "normal"
+  float freq_scale = 1.0f;   // linear position scaling: position * freq_scale
+  // Llama 3 frequency scaling (rope_type "llama3"); factor 0 turns it off.
+  float llama3_factor = 0.0f;
+  float llama3_low_freq_factor = 1.0f;
+  float llama3_high_freq_factor = 4.0f;
+  int llama3_original_context = 8192;
+};
+
+// One sequence's share of a step, for attention over the paged KV cache.
+struct SequenceSlice {
+  int32_t query_begin = 0;   // first row of the sequence in q / out
+  int32_t num_queries = 0;   // rows it has in this step (a prefill chunk or 1 decode token)
+  int32_t num_cached = 0;    // tokens in the KV cache before this step: query i sits at position num_cached + i
+  std::vector<int32_t> block_table;  // its KV blocks in order; covers num_cached + num_queries tokens
+};
+
+struct AttentionParams {
+  float scale = 1.0f;        // applied to q.k
+  int32_t sliding_window = 0;  // > 0: a query sees only the last `sliding_window` positions (itself included)
+  float softcap = 0.0f;      // > 0: logits = softcap * tanh(logits / softcap)
+};
+
+// The KV cache of one layer: [num_blocks, block_size, num_kv_heads, head_dim] each,
+// F32 or F16. Block ids index dimension 0 and are shared by all layers.
+struct KvLayer {
+  Tensor k;
+  Tensor v;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;  // "cpu", "cuda:0"
+  virtual DeviceKind device() const = 0;
+  virtual MemoryInfo memory_info() const = 0;
+
+  // --- memory -------------------------------------------------------------------
+  virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
+  // Weight bytes that live in host memory (an mmap'd file): the CPU backend wraps
+  // them without a copy, a GPU backend copies them to the device as they are
+  // (quantized stays quantized). `bytes` must outlive the buffer.
+  virtual std::unique_ptr<Buffer> wrap_weights(std::span<const std::byte> bytes) = 0;
+  // dst must be contiguous and src.size() == dst.num_bytes().
+  virtual void upload(const Tensor& dst, std::span<const std::byte> src) = 0;
+  virtual void download(const Tensor& src, std::span<std::byte> dst) = 0;
+  virtual void fill_zero(const Tensor& dst) = 0;
+  virtual void synchronize() = 0;
+
+  // Whether matmul() takes weights of this dtype.
+  virtual bool supports_matmul(DType weight_dtype) const = 0;
+
+  // --- ops (shapes as row-major [outer, ..., inner]) ---------------------------
+  // out[t] = table[ids[t]] dequantized.  table [vocab, d] any matmul dtype; ids [T]; out [T, d]
+  virtual void embed(const Tensor& table, const Tensor& ids, const Tensor& out) = 0;
+  // y = x · wᵀ.  x [T, in]; w [out, in]; y [T, out]
+  virtual void matmul(const Tensor& x, const Tensor& w, const Tensor& y) = 0;
+  // Per row of the last dim: out = x / rms(x) * weight.  x, out [R, d]; weight [d] F32. out may alias x.
+  virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
+  // out = (x - mean) / sqrt(var + eps) * weight + bias (bias optional). out may alias x.
+  virtual void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                          const Tensor& out) = 0;
+  // In place.  x [T, heads, head_dim]; positions [T]
+  virtual void rope(const Tensor& x, const Tensor& positions, const RopeParams& params) = 0;
+  // out = silu(gate) * up, and gelu_tanh(gate) * up.  gate, up, out [T, f]; out may alias gate.
+  virtual void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+  virtual void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+  // out = a + b, and out = x * s. Same shapes; out may alias an input.
+  virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  virtual void scale(const Tensor& x, float s, const Tensor& out) = 0;
+  // Row-wise softmax over the last dim. out may alias x.
+  virtual void softmax(const Tensor& x, const Tensor& out) = 0;
+  // Stores k[t], v[t] at slot slots[t] = block * block_size + offset of `cache`.
+  // k, v [T, kv_heads, head_dim]; slots [T]
+  virtual void write_kv(const Tensor& k, const Tensor& v, const KvLayer& cache, const Tensor& slots) = 0;
+  // Causal attention of each sequence's queries over its cached keys/values
+  // (written by write_kv first), grouped-query heads (heads % kv_heads == 0).
+  // q, out [T, heads, head_dim]
+  virtual void attention(const Tensor& q, const KvLayer& cache, std::span<const SequenceSlice> sequences,
+                         const AttentionParams& params, const Tensor& out) = 0;
+};
+
+// The CPU backend with `num_threads` compute threads (0: one per core).
+std::unique_ptr<Backend> make_cpu_backend(int num_threads = 0);
+
+}  // namespace sluice::backends
