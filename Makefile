@@ -9,7 +9,7 @@ SERVE_ARGS ?=
 VENV       := .venv
 CMAKE_ARGS ?=
 
-.PHONY: all deps model build venv serve test clean
+.PHONY: all deps model test-models build venv serve test clean
 
 all: build
 
@@ -18,6 +18,10 @@ deps:
 
 model:
 	bash scripts/fetch-model.sh models
+
+# The tests also run Gemma 3 270M (k-quants, SentencePiece tokenizer).
+test-models:
+	bash scripts/fetch-model.sh --model all models
 
 build: deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
@@ -33,7 +37,7 @@ venv: deps $(VENV)/.installed
 serve: build model
 	$(BUILD_DIR)/server/sluice serve --model $(MODEL) $(SERVE_ARGS)
 
-test: build model venv
+test: build test-models venv
 	ctest --test-dir $(BUILD_DIR) --output-on-failure
 
 clean:

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "config/config_loader.h"
+#include "server/generate_command.h"
 #include "server/inspect_command.h"
 #include "server/serve_command.h"
 
@@ -23,10 +24,15 @@ int main(int argc, char** argv) {
   inspect->add_option("model", inspect_path, "GGUF file")->required();
   inspect->add_flag("--tensors", show_tensors, "Also list every tensor");
 
+  auto* generate = app.add_subcommand("generate", "Complete one prompt on the CPU and print the text");
+  server::GenerateOptions generate_options;
+  server::add_generate_options(*generate, generate_options);
+
   config::use_full_help(app);
   CLI11_PARSE(app, argc, argv);
 
   if (*inspect) return server::run_inspect(inspect_path, show_tensors);
+  if (*generate) return server::run_generate(generate_options);
 
   config::Config config;
   try {

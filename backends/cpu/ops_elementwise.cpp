@@ -1,0 +1,93 @@
+// Element-wise ops and the row softmax. All F32; out may alias an input, since
+// each element is read before it is written and rows are independent.
+#include <cmath>
+
+#include "backends/cpu/cpu_buffer.h"
+#include "backends/cpu/ops.h"
+#include "backends/cpu/ops_common.h"
+
+namespace sluice::backends::cpu {
+namespace {
+
+void check_binary(const Tensor& a, const Tensor& b, const Tensor& out, const char* what) {
+  SLUICE_CHECK(a.dtype == DType::F32 && b.dtype == DType::F32 && out.dtype == DType::F32, what);
+  SLUICE_CHECK(same_shape(a, b) && same_shape(a, out), what);
+}
+
+template <class Fn>
+void binary_rows(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out, Fn&& fn) {
+  const int64_t n = a.cols();
+  const Rows<const float> ar(a), br(b);
+  const Rows<float> outr(out);
+  for_each_row(pool, a.rows(), n, [&](int64_t r) {
+    const float* ai = ar[r];
+    const float* bi = br[r];
+    float* yi = outr[r];
+    for (int64_t k = 0; k < n; ++k) yi[k] = fn(ai[k], bi[k]);
+  });
+}
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
+}  // namespace
+
+void swiglu(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
+  check_binary(gate, up, out, "swiglu: gate, up, out must be F32 of one shape");
+  binary_rows(pool, gate, up, out, [](float g, float u) { return silu(g) * u; });
+}
+
+void geglu(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
+  check_binary(gate, up, out, "geglu: gate, up, out must be F32 of one shape");
+  binary_rows(pool, gate, up, out, [](float g, float u) { return gelu_tanh(g) * u; });
+}
+
+void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out) {
+  check_binary(a, b, out, "add: a, b, out must be F32 of one shape");
+  binary_rows(pool, a, b, out, [](float x, float y) { return x + y; });
+}
+
+void scale(ThreadPool& pool, const Tensor& x, float s, const Tensor& out) {
+  SLUICE_CHECK(x.dtype == DType::F32 && out.dtype == DType::F32 && same_shape(x, out),
+               "scale: x, out must be F32 of one shape");
+  const int64_t n = x.cols();
+  const Rows<const float> xr(x);
+  const Rows<float> outr(out);
+  for_each_row(pool, x.rows(), n, [&](int64_t r) {
+    const float* xi = xr[r];
+    float* yi = outr[r];
+    for (int64_t k = 0; k < n; ++k) yi[k] = xi[k] * s;
+  });
+}
+
+// Max-subtracted; the sum of exponentials is taken in double, in element order.
+void softmax(ThreadPool& pool, const Tensor& x, const Tensor& out) {
+  SLUICE_CHECK(x.dtype == DType::F32 && out.dtype == DType::F32 && same_shape(x, out),
+               "softmax: x, out must be F32 of one shape");
+  const int64_t n = x.cols();
+  const Rows<const float> xr(x);
+  const Rows<float> outr(out);
+  for_each_row(pool, x.rows(), n, [&](int64_t r) {
+    const float* xi = xr[r];
+    float* yi = outr[r];
+    float max = -INFINITY;
+    for (int64_t k = 0; k < n; ++k) max = std::fmax(max, xi[k]);
+    if (max == -INFINITY) {  // everything masked: no distribution to speak of
+      for (int64_t k = 0; k < n; ++k) yi[k] = 0.0f;
+      return;
+    }
+    double sum = 0.0;
+    for (int64_t k = 0; k < n; ++k) {
+      yi[k] = std::exp(xi[k] - max);
+      sum += yi[k];
+    }
+    const double inv = 1.0 / sum;
+    for (int64_t k = 0; k < n; ++k) yi[k] = static_cast<float>(yi[k] * inv);
+  });
+}
+
+}  // namespace sluice::backends::cpu

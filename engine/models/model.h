@@ -1,0 +1,66 @@
+#pragma once
+// A decoder-only text model (llama, qwen3, gemma3) bound to one Backend: runs the
+// forward pass of one flattened step (prefill chunks and decode tokens of many
+// sequences together) and returns logits for the rows that sample.
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "backends/backend.h"
+#include "engine/loader/weight_source.h"
+#include "engine/models/architecture.h"
+#include "engine/models/hparams.h"
+#include "engine/models/kv_cache.h"
+#include "engine/models/model_weights.h"
+#include "engine/models/workspace.h"
+
+namespace sluice::engine {
+
+// One step, on the host. T = token_ids.size(); the rows of a sequence are
+// contiguous and described by its SequenceSlice (query_begin, num_queries,
+// num_cached, block_table). All spans must stay valid during forward().
+struct StepBatch {
+  std::span<const int32_t> token_ids;   // [T]
+  std::span<const int32_t> positions;   // [T] position of each token in its sequence
+  std::span<const int32_t> kv_slots;    // [T] block * block_size + offset, where its K/V go
+  std::span<const backends::SequenceSlice> sequences;
+  std::span<const int32_t> logit_rows;  // [R] rows of T that need logits, in output order
+};
+
+// Owns the bound weights (and keeps their WeightSource alive) and the activation
+// workspace. Not thread-safe: the engine thread of the model calls it, and the
+// backend it was loaded on must outlive it.
+class Model {
+ public:
+  // Checks every tensor's shape and dtype; throws loader::LoadError naming the
+  // file and the tensor when the model cannot run on `backend`.
+  static std::unique_ptr<Model> load(std::shared_ptr<const loader::WeightSource> source,
+                                     backends::Backend& backend);
+
+  const ModelHparams& hparams() const { return hparams_; }
+  const Architecture& architecture() const { return arch_; }
+  backends::Backend& backend() const { return backend_; }
+
+  // Runs the step, writes its K/V into `cache` and fills `logits`
+  // [logit_rows.size(), vocab_size] (row-major) with the logits of logit_rows.
+  // A malformed batch (sizes that disagree, ids, slots or blocks out of range) is
+  // a caller bug: SLUICE_CHECK stops the process before any kernel runs. Never
+  // throws, and allocates nothing once the workspace fits the largest step.
+  void forward(const StepBatch& batch, KvCache& cache, std::span<float> logits);
+
+ private:
+  Model(std::shared_ptr<const loader::WeightSource> source, backends::Backend& backend,
+        Architecture arch, ModelWeights weights);
+
+  void check(const StepBatch& batch, const KvCache& cache, std::span<const float> logits) const;
+  void compute_logits(const StepBatch& batch, const Workspace::Views& views, std::span<float> logits);
+
+  std::shared_ptr<const loader::WeightSource> source_;  // owns the bytes weights_ points into
+  backends::Backend& backend_;
+  ModelHparams hparams_;
+  Architecture arch_;
+  ModelWeights weights_;
+  Workspace workspace_;
+};
+
+}  // namespace sluice::engine

@@ -1,0 +1,74 @@
+#include "engine/models/transformer_block.h"
+
+#include <cmath>
+
+namespace sluice::engine {
+
+void attention_block(const StepContext& step, const LayerWeights& w, const backends::KvLayer& cache,
+                     int64_t layer_index) {
+  backends::Backend& be = step.backend;
+  const ModelHparams& h = step.hparams;
+  const Workspace::Views& ws = step.views;
+  const int64_t t = ws.hidden.dim(0);
+  const float eps = h.norm_eps;
+
+  be.rms_norm(ws.hidden, w.attn_norm, eps, ws.normed);  // normed [T, d]
+  be.matmul(ws.normed, w.attn_q, ws.q);                  // q [T, heads*hd]
+  be.matmul(ws.normed, w.attn_k, ws.k);                  // k [T, kv_heads*hd]
+  be.matmul(ws.normed, w.attn_v, ws.v);                  // v [T, kv_heads*hd]
+
+  // Per-head views: q3 [T, heads, hd]; k3, v3 [T, kv_heads, hd].
+  const backends::Tensor q3 = ws.q.reshape({t, h.num_heads, h.head_dim});
+  const backends::Tensor k3 = ws.k.reshape({t, h.num_kv_heads, h.head_dim});
+  const backends::Tensor v3 = ws.v.reshape({t, h.num_kv_heads, h.head_dim});
+  if (step.arch.qk_norm) {
+    // Each head's [hd] row on its own: q as [T*heads, hd], k as [T*kv_heads, hd].
+    const backends::Tensor q_rows = ws.q.reshape({t * h.num_heads, h.head_dim});
+    const backends::Tensor k_rows = ws.k.reshape({t * h.num_kv_heads, h.head_dim});
+    be.rms_norm(q_rows, w.attn_q_norm, eps, q_rows);
+    be.rms_norm(k_rows, w.attn_k_norm, eps, k_rows);
+  }
+  const bool sliding = h.is_sliding_layer(layer_index);
+  const backends::RopeParams& rope = sliding ? h.rope_local : h.rope;
+  be.rope(q3, ws.positions, rope);
+  be.rope(k3, ws.positions, rope);
+
+  be.write_kv(k3, v3, cache, ws.kv_slots);
+  backends::AttentionParams params;
+  params.scale = h.attention_scale > 0.0f ? h.attention_scale
+                                          : 1.0f / std::sqrt(static_cast<float>(h.head_dim));
+  params.sliding_window = sliding ? h.sliding_window : 0;
+  params.softcap = h.attention_softcap;
+  const backends::Tensor attn3 = ws.attn.reshape({t, h.num_heads, h.head_dim});  // [T, heads, hd]
+  be.attention(q3, cache, step.sequences, params, attn3);
+
+  be.matmul(ws.attn, w.attn_output, ws.branch);  // branch [T, d]
+  if (step.arch.post_norms) be.rms_norm(ws.branch, w.post_attn_norm, eps, ws.branch);
+  be.add(ws.hidden, ws.branch, ws.hidden);
+}
+
+void mlp_block(const StepContext& step, const LayerWeights& w) {
+  backends::Backend& be = step.backend;
+  const Workspace::Views& ws = step.views;
+  const float eps = step.hparams.norm_eps;
+
+  be.rms_norm(ws.hidden, w.ffn_norm, eps, ws.normed);  // normed [T, d]
+  be.matmul(ws.normed, w.ffn_gate, ws.gate);           // gate [T, f]
+  be.matmul(ws.normed, w.ffn_up, ws.up);               // up [T, f]
+  if (step.arch.gelu) {
+    be.geglu(ws.gate, ws.up, ws.gate);                 // gate := gelu_tanh(gate) * up
+  } else {
+    be.swiglu(ws.gate, ws.up, ws.gate);                // gate := silu(gate) * up
+  }
+  be.matmul(ws.gate, w.ffn_down, ws.branch);           // branch [T, d]
+  if (step.arch.post_norms) be.rms_norm(ws.branch, w.post_ffw_norm, eps, ws.branch);
+  be.add(ws.hidden, ws.branch, ws.hidden);
+}
+
+void transformer_block(const StepContext& step, const LayerWeights& w, const backends::KvLayer& cache,
+                       int64_t layer_index) {
+  attention_block(step, w, cache, layer_index);
+  mlp_block(step, w);
+}
+
+}  // namespace sluice::engine

@@ -1,0 +1,281 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "backends/check.h"
+
+namespace sluice::engine {
+namespace {
+
+// Service order: lower priority value first, then first come, then first added.
+bool goes_before(const SequencePtr& a, const SequencePtr& b) {
+  if (a->priority() != b->priority()) return a->priority() < b->priority();
+  if (a->arrival_time() != b->arrival_time()) return a->arrival_time() < b->arrival_time();
+  return a->seq_id() < b->seq_id();
+}
+
+}  // namespace
+
+Scheduler::Scheduler(SchedulerConfig config, BlockHashFn hash)
+    : config_(config), pool_(config.kv, hash) {
+  SLUICE_CHECK(config_.max_num_batched_tokens > 0 && config_.max_num_seqs > 0 && config_.max_model_len > 0,
+               "scheduler limits must be positive");
+}
+
+AddResult Scheduler::validate(const Sequence& seq) const {
+  const int64_t num_prompt = seq.num_prompt_tokens();
+  const int64_t max_len = config_.max_model_len;
+  const auto& max_tokens = seq.params().max_tokens;
+  auto rejected = [](std::string message) { return AddResult{AddStatus::rejected, std::move(message)}; };
+  if (num_prompt == 0) return rejected("the prompt is empty");
+  if (max_tokens && *max_tokens < 1) return rejected("max_tokens must be at least 1");
+  if (max_tokens && num_prompt + *max_tokens > max_len) {
+    return rejected("This model's maximum context length is " + std::to_string(max_len) +
+                    " tokens. However, you requested " + std::to_string(num_prompt + *max_tokens) +
+                    " tokens (" + std::to_string(num_prompt) + " in the prompt, " +
+                    std::to_string(*max_tokens) + " in the completion).");
+  }
+  if (num_prompt >= max_len) {
+    return rejected("This model's maximum context length is " + std::to_string(max_len) +
+                    " tokens. However, your prompt has " + std::to_string(num_prompt) +
+                    " tokens, which leaves no room for the completion.");
+  }
+  // The last sampled token never enters the KV cache.
+  const int64_t num_kv_tokens = num_prompt + seq.max_output_tokens(max_len) - 1;
+  const int64_t num_blocks = pool_.num_blocks_for(num_kv_tokens);
+  if (num_blocks > pool_.num_blocks()) {
+    return rejected("the request needs " + std::to_string(num_blocks) + " KV cache blocks (" +
+                    std::to_string(num_kv_tokens) + " tokens) but the cache holds only " +
+                    std::to_string(pool_.num_blocks()) + "; lower max_tokens");
+  }
+  return {};
+}
+
+AddResult Scheduler::add(SequencePtr seq) { return add(std::span<const SequencePtr>(&seq, 1)); }
+
+AddResult Scheduler::add(std::span<const SequencePtr> choices) {
+  SLUICE_CHECK(!choices.empty(), "add needs a sequence");
+  for (const SequencePtr& seq : choices) {
+    SLUICE_CHECK(seq->status() == SequenceStatus::waiting && seq->block_table().empty(),
+                 "add takes a new sequence");
+    AddResult result = validate(*seq);
+    if (!result.ok()) {
+      ++stats_.num_rejected;
+      return result;
+    }
+  }
+  if (waiting_.size() + choices.size() > static_cast<size_t>(config_.max_waiting)) {
+    ++stats_.num_queue_full;
+    return {AddStatus::queue_full, "the request queue is full (" + std::to_string(waiting_.size()) +
+                                       " waiting); retry later"};
+  }
+  for (const SequencePtr& seq : choices) {
+    seq->set_seq_id(next_seq_id_++);
+    enqueue(seq);
+    ++stats_.num_added;
+  }
+  return {};
+}
+
+void Scheduler::enqueue(SequencePtr seq) {
+  seq->set_status(seq->num_output_tokens() > 0 || seq->num_preemptions() > 0 ? SequenceStatus::preempted
+                                                                              : SequenceStatus::waiting);
+  const auto at = std::upper_bound(waiting_.begin(), waiting_.end(), seq, goes_before);
+  waiting_.insert(at, std::move(seq));
+}
+
+void Scheduler::preempt(const SequencePtr& seq) {
+  pool_.free(*seq);  // num_computed_tokens -> 0: everything is recomputed
+  seq->count_preemption();
+  ++stats_.num_preemptions;
+  enqueue(seq);
+}
+
+void Scheduler::mark_finished(Sequence& seq, FinishReason reason) {
+  seq.set_finished(reason);
+  ++stats_.num_finished[static_cast<size_t>(reason)];
+}
+
+void Scheduler::expire(Clock::time_point now) {
+  auto check = [&](const SequencePtr& seq) {
+    if (seq->is_finished()) return;
+    const bool never_ran = !seq->first_scheduled_time();
+    if ((seq->deadline() && now >= *seq->deadline()) ||
+        (never_ran && seq->queue_deadline() && now >= *seq->queue_deadline())) {
+      mark_finished(*seq, FinishReason::timeout);
+    }
+  };
+  for (const SequencePtr& seq : running_) check(seq);
+  for (const SequencePtr& seq : waiting_) check(seq);
+}
+
+void Scheduler::reap(ScheduledStep& step) {
+  auto drop = [&](const SequencePtr& seq) {
+    if (!seq->is_finished()) return false;
+    pool_.free(*seq);
+    step.finished.push_back(seq);
+    return true;
+  };
+  std::erase_if(running_, drop);
+  std::erase_if(waiting_, drop);
+}
+
+int64_t Scheduler::chunk(const Sequence& seq, int64_t num_computed, int64_t budget) const {
+  int64_t n = seq.num_tokens() - num_computed;
+  if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
+  return std::min(n, budget);
+}
+
+void Scheduler::emit(ScheduledStep& step, const SequencePtr& seq, int64_t num_new_tokens) const {
+  ScheduledSequence scheduled;
+  scheduled.seq = seq;
+  scheduled.start_position = seq->num_computed_tokens();
+  scheduled.num_new_tokens = num_new_tokens;
+  scheduled.query_start = step.num_batched_tokens;
+  scheduled.samples = scheduled.start_position + num_new_tokens == seq->num_tokens();
+  scheduled.block_table = seq->block_table();
+  const int64_t block_size = pool_.block_size();
+  const auto tokens = seq->tokens();
+  for (int64_t pos = scheduled.start_position; pos < scheduled.start_position + num_new_tokens; ++pos) {
+    step.token_ids.push_back(tokens[pos]);
+    step.positions.push_back(static_cast<int32_t>(pos));
+    step.slot_mapping.push_back(static_cast<int64_t>(scheduled.block_table[pos / block_size]) * block_size +
+                                pos % block_size);
+  }
+  step.num_batched_tokens += num_new_tokens;
+  step.num_sampling += scheduled.samples;
+  step.seqs.push_back(std::move(scheduled));
+}
+
+ScheduledStep Scheduler::schedule(Clock::time_point now) {
+  ScheduledStep step;
+  expire(now);
+  reap(step);
+  int64_t budget = config_.max_num_batched_tokens;
+
+  // Running sequences first. Victims come off the back, so a sequence already given
+  // its tokens this step is never preempted after the fact.
+  std::sort(running_.begin(), running_.end(), goes_before);
+  std::vector<std::pair<SequencePtr, int64_t>> planned;
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    const SequencePtr seq = running_[i];
+    const int64_t n = chunk(*seq, seq->num_computed_tokens(), budget);
+    SLUICE_CHECK(n > 0, "a running sequence with nothing to compute");
+    bool still_running = true;
+    while (!pool_.allocate_slots(*seq, n)) {
+      const SequencePtr victim = running_.back();
+      running_.pop_back();
+      preempt(victim);
+      step.preempted.push_back(victim);
+      if (victim == seq) {
+        still_running = false;
+        break;
+      }
+    }
+    if (!still_running) break;
+    planned.emplace_back(seq, n);
+    budget -= n;
+    ++i;
+  }
+
+  // Then waiting ones, unless this step had to preempt: blocks are short right now.
+  // The queue is strict: the first one that does not fit stops admission, so a long
+  // prompt is not starved by short ones behind it.
+  for (auto it = waiting_.begin(); step.preempted.empty() && it != waiting_.end() && budget > 0 &&
+                                   running_.size() < static_cast<size_t>(config_.max_num_seqs);) {
+    const SequencePtr seq = *it;
+    if (config_.kv.enable_prefix_caching && !seq->can_share_leader_prompt()) {
+      // n > 1: let the leader fill the cache first, then share its blocks.
+      ++it;
+      continue;
+    }
+    const CachedPrefix prefix = pool_.find_cached_prefix(seq->tokens());
+    const int64_t n = chunk(*seq, prefix.num_cached_tokens, budget);
+    if (!pool_.allocate_slots(*seq, n, &prefix)) break;
+    if (!seq->first_scheduled_time()) {
+      seq->set_first_scheduled_time(now);
+      seq->set_num_cached_tokens(prefix.num_cached_tokens);
+    }
+    seq->set_status(SequenceStatus::running);
+    it = waiting_.erase(it);
+    running_.push_back(seq);
+    planned.emplace_back(seq, n);
+    budget -= n;
+  }
+
+  for (const auto& [seq, n] : planned) emit(step, seq, n);
+  if (!step.empty()) {
+    ++stats_.num_steps;
+    stats_.num_iteration_tokens += static_cast<uint64_t>(step.num_batched_tokens);
+    stats_.last_iteration_tokens = step.num_batched_tokens;
+  }
+  return step;
+}
+
+std::vector<SequencePtr> Scheduler::update(const ScheduledStep& step, std::span<const int32_t> sampled) {
+  SLUICE_CHECK(sampled.size() == static_cast<size_t>(step.num_sampling), "one sampled token per sampling sequence");
+  std::vector<SequencePtr> finished;
+  size_t next_sample = 0;
+  for (const ScheduledSequence& scheduled : step.seqs) {
+    Sequence& seq = *scheduled.seq;
+    const int32_t token = scheduled.samples ? sampled[next_sample++] : -1;
+    if (seq.is_finished()) continue;  // aborted or finished by the caller meanwhile
+    SLUICE_CHECK(seq.num_computed_tokens() == scheduled.start_position, "update does not match schedule");
+    seq.set_num_computed_tokens(scheduled.start_position + scheduled.num_new_tokens);
+    pool_.cache_full_blocks(seq);
+    if (!scheduled.samples) continue;
+    if (seq.num_output_tokens() == 0) stats_.num_prompt_tokens += static_cast<uint64_t>(seq.num_prompt_tokens());
+    seq.append_token(token);
+    ++stats_.num_generation_tokens;
+    if (seq.num_output_tokens() >= seq.max_output_tokens(config_.max_model_len) ||
+        seq.num_tokens() >= config_.max_model_len) {
+      mark_finished(seq, FinishReason::length);
+      pool_.free(seq);
+      finished.push_back(scheduled.seq);
+    }
+  }
+  if (!finished.empty()) {
+    std::erase_if(running_, [&](const SequencePtr& seq) { return std::ranges::find(finished, seq) != finished.end(); });
+  }
+  return finished;
+}
+
+void Scheduler::finish(const SequencePtr& seq, FinishReason reason) {
+  if (seq->is_finished()) {
+    // Reached max_tokens on the very token that stops it: report the stop.
+    if (seq->finish_reason() == FinishReason::length && reason == FinishReason::stop) {
+      --stats_.num_finished[static_cast<size_t>(FinishReason::length)];
+      mark_finished(*seq, reason);
+    }
+    return;
+  }
+  mark_finished(*seq, reason);
+  pool_.free(*seq);
+  std::erase(running_, seq);
+  std::erase(waiting_, seq);
+}
+
+bool Scheduler::abort(std::string_view request_id, FinishReason reason) {
+  bool found = false;
+  auto check = [&](const SequencePtr& seq) {
+    if (seq->request_id() != request_id || seq->is_finished()) return;
+    mark_finished(*seq, reason);
+    found = true;
+  };
+  for (const SequencePtr& seq : running_) check(seq);
+  for (const SequencePtr& seq : waiting_) check(seq);
+  return found;
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats stats = stats_;
+  stats.num_running = num_running();
+  stats.num_waiting = num_waiting();
+  stats.kv_cache_usage = pool_.usage();
+  stats.num_prefix_cache_queries = pool_.num_prefix_cache_queries();
+  stats.num_prefix_cache_hits = pool_.num_prefix_cache_hits();
+  return stats;
+}
+
+}  // namespace sluice::engine

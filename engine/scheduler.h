@@ -1,0 +1,145 @@
+#pragma once
+// Decides, once per engine step, which sequences run and how many tokens each
+// computes, in the vLLM v1 style: one token budget, no prefill or decode phase.
+// Every sequence has num_computed_tokens catching up with num_tokens; a step gives
+// it a chunk of that gap (a prompt chunk, a recompute after preemption, or the one
+// newest token while decoding), and it samples when the chunk reaches the end.
+//
+// Order within a step: running sequences first, by (priority, arrival, seq_id) so
+// decode never waits behind a long prompt; then waiting ones in the same order with
+// the budget left over (prefix-cache lookup, block allocation, chunked prefill).
+// When the pool runs dry, the last running sequence in that order (lowest priority,
+// latest arrival) is preempted: its blocks are freed and it rejoins the waiting
+// queue at its original place, to be recomputed. A step that preempts admits no one.
+// Choices 1..n-1 of a request wait (without blocking the queue) until choice 0 has
+// computed its prompt, then share its full prompt blocks through the prefix cache.
+//
+// Owns the BlockPool and every queue. Engine thread only; no locks.
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/block_pool.h"
+#include "engine/sequence.h"
+
+namespace sluice::engine {
+
+struct SchedulerConfig {
+  int64_t max_num_batched_tokens = 2048;       // token budget of one step
+  int32_t max_num_seqs = 256;                  // running sequences at most
+  int32_t max_waiting = 1024;                  // queued sequences at most; beyond: queue_full (429)
+  int64_t long_prefill_token_threshold = 0;    // > 0: largest chunk one sequence gets per step
+  int64_t max_model_len = 4096;                // prompt + output tokens
+  BlockPoolConfig kv;
+};
+
+enum class AddStatus { accepted, queue_full, rejected };
+
+// rejected: the request can never run (400); queue_full: try later (429).
+struct AddResult {
+  AddStatus status = AddStatus::accepted;
+  std::string message;
+  bool ok() const { return status == AddStatus::accepted; }
+};
+
+struct ScheduledSequence {
+  SequencePtr seq;
+  int64_t start_position = 0;        // seq's num_computed_tokens when scheduled
+  int64_t num_new_tokens = 0;        // tokens computed this step
+  int64_t query_start = 0;           // offset of its tokens in the step's flat arrays
+  bool samples = false;              // the chunk reaches the last token: sample one
+  std::vector<int32_t> block_table;  // snapshot, covers start_position + num_new_tokens
+};
+
+// One step for the model runner: every scheduled token flattened, running sequences
+// first. The flat arrays are [num_batched_tokens].
+struct ScheduledStep {
+  std::vector<ScheduledSequence> seqs;
+  std::vector<int32_t> token_ids;
+  std::vector<int32_t> positions;
+  std::vector<int64_t> slot_mapping;  // block id * block_size + offset in the block
+  int64_t num_batched_tokens = 0;
+  int32_t num_sampling = 0;           // seqs with samples == true; update() wants that many tokens
+  std::vector<SequencePtr> finished;  // finished by the scheduler since the last step: abort, timeout
+  std::vector<SequencePtr> preempted; // preempted in this step
+  bool empty() const { return seqs.empty(); }
+};
+
+// Cumulative counters and current gauges, for /metrics.
+struct SchedulerStats {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  double kv_cache_usage = 0.0;
+  uint64_t num_added = 0;
+  uint64_t num_rejected = 0;
+  uint64_t num_queue_full = 0;
+  uint64_t num_preemptions = 0;
+  uint64_t num_prompt_tokens = 0;      // counted when a sequence samples its first token
+  uint64_t num_generation_tokens = 0;
+  uint64_t num_prefix_cache_queries = 0;  // tokens looked up at admission
+  uint64_t num_prefix_cache_hits = 0;     // of those, tokens found cached
+  uint64_t num_steps = 0;
+  uint64_t num_iteration_tokens = 0;   // sum over steps
+  int64_t last_iteration_tokens = 0;
+  std::array<uint64_t, 6> num_finished{};  // indexed by FinishReason
+};
+
+class Scheduler {
+ public:
+  Scheduler(SchedulerConfig config, BlockHashFn hash = hash_block_tokens);
+
+  // Queues a new sequence, or all choices of one request (all or none).
+  AddResult add(SequencePtr seq);
+  AddResult add(std::span<const SequencePtr> choices);
+
+  // The next step. Reaps aborted and expired sequences first (now: the clock the
+  // deadlines are read against).
+  ScheduledStep schedule(Clock::time_point now = Clock::now());
+
+  // Applies a computed step: advances num_computed_tokens, caches newly full blocks,
+  // appends `sampled` (one per sequence with samples, in step order), finishes on
+  // max_tokens / max_model_len (`length`). Returns the sequences finished here.
+  std::vector<SequencePtr> update(const ScheduledStep& step, std::span<const int32_t> sampled);
+
+  // The caller's verdict after update (EOS, stop string, error): finishes now and
+  // frees the blocks. A `stop` on the token that also hit max_tokens wins over
+  // `length`, as OpenAI reports it.
+  void finish(const SequencePtr& seq, FinishReason reason);
+
+  // Client gone or deadline passed: every choice of the request becomes finished
+  // (`abort`) at once; its blocks are freed at the next schedule(), which lists it
+  // in ScheduledStep::finished. False when no unfinished choice has that id.
+  bool abort(std::string_view request_id, FinishReason reason = FinishReason::abort);
+
+  bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  const std::vector<SequencePtr>& running() const { return running_; }
+  const std::deque<SequencePtr>& waiting() const { return waiting_; }
+  const BlockPool& block_pool() const { return pool_; }
+  const SchedulerConfig& config() const { return config_; }
+  SchedulerStats stats() const;
+
+ private:
+  AddResult validate(const Sequence& seq) const;
+  void enqueue(SequencePtr seq);     // into waiting_, keeping (priority, arrival, seq_id) order
+  void preempt(const SequencePtr& seq);
+  void mark_finished(Sequence& seq, FinishReason reason);
+  void expire(Clock::time_point now);
+  void reap(ScheduledStep& step);    // frees and drops finished sequences still queued
+  int64_t chunk(const Sequence& seq, int64_t num_computed, int64_t budget) const;
+  void emit(ScheduledStep& step, const SequencePtr& seq, int64_t num_new_tokens) const;
+
+  SchedulerConfig config_;
+  BlockPool pool_;
+  std::vector<SequencePtr> running_;
+  std::deque<SequencePtr> waiting_;
+  uint64_t next_seq_id_ = 1;
+  SchedulerStats stats_;
+};
+
+}  // namespace sluice::engine

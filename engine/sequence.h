@@ -1,0 +1,145 @@
+#pragma once
+// One choice of one request as the scheduler sees it: its tokens, how many of them
+// have KV in the cache (num_computed_tokens, catching up with num_tokens: prefill
+// chunks and decode are the same mechanism), its block table, status and the
+// request-level knobs the scheduler reads (priority, arrival, deadlines).
+//
+// Owned through SequencePtr by the engine and the Scheduler; only the engine
+// thread touches it. The Scheduler and BlockPool are the only writers of the
+// scheduling fields; the engine appends nothing itself (Scheduler::update does).
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace sluice::engine {
+
+using Clock = std::chrono::steady_clock;
+
+enum class SequenceStatus { waiting, running, preempted, finished };
+
+// Spelled as on the wire (OpenAI finish_reason) where one exists.
+enum class FinishReason { none, stop, length, abort, timeout, error };
+
+std::string_view to_string(SequenceStatus status);
+std::string_view to_string(FinishReason reason);
+
+// Identity of one full block of this sequence in the prefix cache: the chained
+// hash of its tokens, and the cache entry that holds exactly this prefix (0: none,
+// so the blocks after it are not cached either). Written by BlockPool only.
+struct BlockKey {
+  uint64_t hash = 0;
+  uint64_t cache_id = 0;
+};
+
+class Sequence {
+ public:
+  Sequence(std::string request_id, std::vector<int32_t> prompt_tokens,
+           std::shared_ptr<const SamplingParams> params, Clock::time_point arrival_time = Clock::now(),
+           int32_t choice_index = 0);
+
+  // --- identity ---
+  const std::string& request_id() const { return request_id_; }
+  int32_t choice_index() const { return choice_index_; }
+  uint64_t seq_id() const { return seq_id_; }  // assigned by Scheduler::add, FCFS tie-break
+  void set_seq_id(uint64_t id) { seq_id_ = id; }
+
+  // --- tokens: prompt then output, one vector ---
+  std::span<const int32_t> tokens() const { return tokens_; }
+  std::span<const int32_t> prompt_tokens() const { return {tokens_.data(), static_cast<size_t>(num_prompt_tokens_)}; }
+  std::span<const int32_t> output_tokens() const { return std::span<const int32_t>(tokens_).subspan(num_prompt_tokens_); }
+  int64_t num_tokens() const { return static_cast<int64_t>(tokens_.size()); }
+  int64_t num_prompt_tokens() const { return num_prompt_tokens_; }
+  int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens_; }
+  int32_t last_token() const { return tokens_.back(); }
+  void append_token(int32_t token) { tokens_.push_back(token); }
+
+  // Tokens whose KV is in the cache. Equal to num_tokens() - 1 while decoding: the
+  // newest sampled token is computed in the next step.
+  int64_t num_computed_tokens() const { return num_computed_tokens_; }
+  void set_num_computed_tokens(int64_t n) { num_computed_tokens_ = n; }
+  bool is_prefill_done() const { return num_computed_tokens_ >= num_prompt_tokens_; }
+
+  // --- KV blocks (BlockPool writes these) ---
+  const std::vector<int32_t>& block_table() const { return block_table_; }
+  std::vector<int32_t>& mutable_block_table() { return block_table_; }
+  const std::vector<BlockKey>& block_keys() const { return block_keys_; }
+  std::vector<BlockKey>& mutable_block_keys() { return block_keys_; }
+
+  // --- state ---
+  SequenceStatus status() const { return status_; }
+  void set_status(SequenceStatus status) { status_ = status; }
+  bool is_finished() const { return status_ == SequenceStatus::finished; }
+  FinishReason finish_reason() const { return finish_reason_; }
+  void set_finished(FinishReason reason);
+
+  // --- scheduling knobs (vLLM: a lower priority value is served first) ---
+  int32_t priority() const { return priority_; }
+  void set_priority(int32_t priority) { priority_ = priority; }
+  Clock::time_point arrival_time() const { return arrival_time_; }
+  // Latest time to be admitted for the first time, and latest time to finish.
+  std::optional<Clock::time_point> queue_deadline() const { return queue_deadline_; }
+  void set_queue_deadline(std::optional<Clock::time_point> t) { queue_deadline_ = t; }
+  std::optional<Clock::time_point> deadline() const { return deadline_; }
+  void set_deadline(std::optional<Clock::time_point> t) { deadline_ = t; }
+
+  std::optional<Clock::time_point> first_scheduled_time() const { return first_scheduled_time_; }
+  void set_first_scheduled_time(Clock::time_point t) { first_scheduled_time_ = t; }
+  int32_t num_preemptions() const { return num_preemptions_; }
+  void count_preemption() { ++num_preemptions_; }
+  // Prompt tokens served from the prefix cache at the first admission.
+  int64_t num_cached_tokens() const { return num_cached_tokens_; }
+  void set_num_cached_tokens(int64_t n) { num_cached_tokens_ = n; }
+
+  // --- n > 1: choices after the first wait for the first one's prompt blocks ---
+  const std::shared_ptr<const Sequence>& leader() const { return leader_; }
+  void set_leader(std::shared_ptr<const Sequence> leader) { leader_ = std::move(leader); }
+  // False while the leader still computes the prompt that this choice will share.
+  bool can_share_leader_prompt() const;
+
+  // --- sampling ---
+  const SamplingParams& params() const { return *params_; }
+  const std::shared_ptr<const SamplingParams>& params_ptr() const { return params_; }
+  Rng& rng() { return rng_; }
+  // Output tokens allowed: max_tokens, or up to max_model_len.
+  int64_t max_output_tokens(int64_t max_model_len) const;
+
+ private:
+  std::string request_id_;
+  int32_t choice_index_ = 0;
+  uint64_t seq_id_ = 0;
+  std::vector<int32_t> tokens_;
+  int64_t num_prompt_tokens_ = 0;
+  int64_t num_computed_tokens_ = 0;
+  std::vector<int32_t> block_table_;
+  std::vector<BlockKey> block_keys_;
+  SequenceStatus status_ = SequenceStatus::waiting;
+  FinishReason finish_reason_ = FinishReason::none;
+  int32_t priority_ = 0;
+  Clock::time_point arrival_time_;
+  std::optional<Clock::time_point> queue_deadline_;
+  std::optional<Clock::time_point> deadline_;
+  std::optional<Clock::time_point> first_scheduled_time_;
+  int32_t num_preemptions_ = 0;
+  int64_t num_cached_tokens_ = 0;
+  std::shared_ptr<const Sequence> leader_;
+  std::shared_ptr<const SamplingParams> params_;
+  Rng rng_;
+};
+
+using SequencePtr = std::shared_ptr<Sequence>;
+
+// The params.n choices of one request. Choice i draws from Rng(seed, i) when a seed
+// is given, so choice 0 matches an n = 1 request with the same seed. Choices 1..n-1
+// name choice 0 as leader, so they share its full prompt blocks (see BlockPool).
+std::vector<SequencePtr> make_choices(const std::string& request_id, std::vector<int32_t> prompt_tokens,
+                                      std::shared_ptr<const SamplingParams> params,
+                                      Clock::time_point arrival_time = Clock::now(), int32_t priority = 0);
+
+}  // namespace sluice::engine

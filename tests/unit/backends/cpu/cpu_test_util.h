@@ -1,0 +1,58 @@
+#pragma once
+// Helpers for the CPU backend tests: host tensors filled from std::vectors,
+// deterministic random data, and the F32 rounding bound of a dot product.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace sluice::backends::test {
+
+// A Buffer of `backend` holding one contiguous tensor.
+struct HostTensor {
+  std::unique_ptr<Buffer> buffer;
+  Tensor tensor;
+
+  HostTensor(Backend& backend, DType dtype, std::initializer_list<int64_t> shape) {
+    Tensor probe = Tensor::make(nullptr, 0, dtype, shape);
+    buffer = backend.allocate(probe.num_bytes());
+    tensor = Tensor::make(buffer.get(), 0, dtype, shape);
+  }
+  template <class T>
+  void set(Backend& backend, const std::vector<T>& values) {
+    backend.upload(tensor, std::as_bytes(std::span(values)));
+  }
+  void set_bytes(Backend& backend, const std::vector<std::byte>& bytes) { backend.upload(tensor, bytes); }
+  template <class T = float>
+  std::vector<T> get(Backend& backend) const {
+    std::vector<T> values(tensor.num_bytes() / sizeof(T));
+    backend.download(tensor, std::as_writable_bytes(std::span(values)));
+    return values;
+  }
+};
+
+inline std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Worst-case error of an F32 dot of n terms summed as in dot.h (16 lanes of
+// n/16 sequential adds, then a 4-level tree), relative to sum |a_i * b_i|:
+// each product and each add rounds once, so (n/16 + 5) * 2^-24 to first order.
+inline double dot_error_bound(int64_t n, double sum_abs) {
+  return (static_cast<double>(n) / 16.0 + 6.0) * std::ldexp(1.0, -24) * sum_abs + 1e-30;
+}
+
+inline bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace sluice::backends::test

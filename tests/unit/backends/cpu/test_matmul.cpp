@@ -1,0 +1,173 @@
+// matmul for every weight dtype against dequantize_row + a double-precision dot,
+// and batch invariance: a row's result is bit-identical alone, inside a batch of
+// 16, and with 1 or 2 compute threads.
+// Tolerance: |y - ref| <= (in/16 + 6) * 2^-24 * sum_k |w_k x_k| (the F32 rounding
+// bound of the fixed 16-lane summation; weights are dequantized exactly).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/dequantize.h"
+#include "backends/cpu/half.h"
+#include "cpu_test_util.h"
+
+namespace sluice::backends::test {
+namespace {
+
+constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                                  DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+void put_half(std::vector<std::byte>& bytes, size_t at, float value) {
+  const uint16_t h = cpu::fp32_to_fp16(value);
+  bytes[at] = static_cast<std::byte>(h & 0xFF);
+  bytes[at + 1] = static_cast<std::byte>(h >> 8);
+}
+
+// Random payload bits with tame, finite F16 scales in every block.
+std::vector<std::byte> random_weights(DType dtype, int64_t rows, int64_t cols, std::mt19937& rng) {
+  const auto& traits = dtype_traits(dtype);
+  const size_t num_bytes = *dtype_bytes(dtype, static_cast<uint64_t>(rows * cols));
+  std::vector<std::byte> bytes(num_bytes);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f), scale(0.001f, 0.05f);
+  if (dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16) {
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const float v = value(rng);
+      if (dtype == DType::F32) {
+        std::memcpy(&bytes[static_cast<size_t>(i) * 4], &v, 4);
+      } else {
+        const uint16_t h = dtype == DType::F16 ? cpu::fp32_to_fp16(v) : cpu::fp32_to_bf16(v);
+        std::memcpy(&bytes[static_cast<size_t>(i) * 2], &h, 2);
+      }
+    }
+    return bytes;
+  }
+  for (auto& b : bytes) b = static_cast<std::byte>(rng() & 0xFF);
+  for (size_t at = 0; at < num_bytes; at += traits.block_bytes) {
+    switch (dtype) {
+      case DType::Q6_K: put_half(bytes, at + 208, scale(rng)); break;
+      case DType::Q8_0:
+      case DType::Q4_0:
+      case DType::Q5_0: put_half(bytes, at, scale(rng)); break;
+      default:  // Q4_1, Q5_1, Q4_K, Q5_K: d then min
+        put_half(bytes, at, scale(rng));
+        put_half(bytes, at + 2, scale(rng));
+    }
+  }
+  return bytes;
+}
+
+struct MatmulCase {
+  std::unique_ptr<Backend> backend;
+  std::vector<std::byte> w_bytes;
+  std::unique_ptr<Buffer> w_buffer;
+  Tensor w;
+};
+
+std::vector<float> run_matmul(Backend& backend, const Tensor& w, const std::vector<float>& x, int64_t t) {
+  const int64_t in = w.cols(), out = w.dim(0);
+  HostTensor xt(backend, DType::F32, {t, in});
+  HostTensor yt(backend, DType::F32, {t, out});
+  xt.set(backend, x);
+  backend.matmul(xt.tensor, w, yt.tensor);
+  return yt.get(backend);
+}
+
+}  // namespace
+
+TEST_CASE("matmul: every weight dtype matches dequantize_row + a double dot") {
+  auto backend = make_cpu_backend(2);
+  std::mt19937 rng(7);
+  struct Shape { int64_t t, in, out; };
+  for (DType dtype : kWeightTypes) {
+    const bool is_float = dtype_traits(dtype).block_size == 1;
+    std::vector<Shape> shapes = {{1, 256, 37}, {37, 512, 19}, {16, 256, 70}};
+    if (is_float) shapes.push_back({5, 100, 33}), shapes.push_back({37, 7, 3});
+    for (const Shape& s : shapes) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(s.t);
+      CAPTURE(s.in);
+      CAPTURE(s.out);
+      std::vector<std::byte> w_bytes = random_weights(dtype, s.out, s.in, rng);
+      auto w_buffer = backend->wrap_weights(w_bytes);
+      const Tensor w = Tensor::make(w_buffer.get(), 0, dtype, {s.out, s.in});
+      const std::vector<float> x = random_floats(rng, static_cast<size_t>(s.t * s.in));
+      const std::vector<float> y = run_matmul(*backend, w, x, s.t);
+
+      std::vector<float> w_row(static_cast<size_t>(s.in));
+      const size_t row_bytes = w.row_bytes();
+      int failures = 0;
+      for (int64_t o = 0; o < s.out; ++o) {
+        cpu::dequantize_row(dtype, w_bytes.data() + static_cast<size_t>(o) * row_bytes, w_row.data(), s.in);
+        for (int64_t t = 0; t < s.t; ++t) {
+          double ref = 0.0, sum_abs = 0.0;
+          for (int64_t k = 0; k < s.in; ++k) {
+            const double p = static_cast<double>(w_row[static_cast<size_t>(k)]) * x[static_cast<size_t>(t * s.in + k)];
+            ref += p;
+            sum_abs += std::fabs(p);
+          }
+          const double got = y[static_cast<size_t>(t * s.out + o)];
+          if (std::fabs(got - ref) > dot_error_bound(s.in, sum_abs) && failures++ < 3) {
+            INFO("t=" << t << " o=" << o << " got " << got << " ref " << ref);
+            CHECK(std::fabs(got - ref) <= dot_error_bound(s.in, sum_abs));
+          }
+        }
+      }
+      CHECK(failures == 0);
+    }
+  }
+}
+
+TEST_CASE("matmul: batch invariance across batch size and thread count") {
+  auto one = make_cpu_backend(1);
+  auto two = make_cpu_backend(2);
+  std::mt19937 rng(11);
+  const int64_t t = 16, in = 512, out = 45;
+  for (DType dtype : kWeightTypes) {
+    CAPTURE(dtype_name(dtype));
+    std::vector<std::byte> w_bytes = random_weights(dtype, out, in, rng);
+    auto w_buffer = one->wrap_weights(w_bytes);
+    const Tensor w = Tensor::make(w_buffer.get(), 0, dtype, {out, in});
+    const std::vector<float> x = random_floats(rng, static_cast<size_t>(t * in));
+    const std::vector<float> batch1 = run_matmul(*one, w, x, t);
+    const std::vector<float> batch2 = run_matmul(*two, w, x, t);
+    CHECK(bits_equal(batch1, batch2));
+    for (int64_t row = 0; row < t; ++row) {
+      const std::vector<float> x_row(x.begin() + row * in, x.begin() + (row + 1) * in);
+      const std::vector<float> batch_row(batch1.begin() + row * out, batch1.begin() + (row + 1) * out);
+      CHECK(bits_equal(run_matmul(*one, w, x_row, 1), batch_row));
+      CHECK(bits_equal(run_matmul(*two, w, x_row, 1), batch_row));
+    }
+    // A 3-row batch starting at an odd row (the remainder path of the 4-row tile).
+    const std::vector<float> x3(x.begin() + 5 * in, x.begin() + 8 * in);
+    const std::vector<float> y3(batch1.begin() + 5 * out, batch1.begin() + 8 * out);
+    CHECK(bits_equal(run_matmul(*two, w, x3, 3), y3));
+  }
+}
+
+TEST_CASE("matmul: large T spans several row tiles and stays invariant") {
+  auto backend = make_cpu_backend(2);
+  std::mt19937 rng(12);
+  const int64_t t = 150, in = 256, out = 40;
+  std::vector<std::byte> w_bytes = random_weights(DType::Q4_K, out, in, rng);
+  auto w_buffer = backend->wrap_weights(w_bytes);
+  const Tensor w = Tensor::make(w_buffer.get(), 0, DType::Q4_K, {out, in});
+  const std::vector<float> x = random_floats(rng, static_cast<size_t>(t * in));
+  const std::vector<float> y = run_matmul(*backend, w, x, t);
+  for (int64_t row : {0, 63, 64, 127, 149}) {
+    const std::vector<float> x_row(x.begin() + row * in, x.begin() + (row + 1) * in);
+    const std::vector<float> y_row(y.begin() + row * out, y.begin() + (row + 1) * out);
+    CHECK(bits_equal(run_matmul(*backend, w, x_row, 1), y_row));
+  }
+}
+
+TEST_CASE("matmul: supports_matmul names exactly the dequantizable dtypes") {
+  auto backend = make_cpu_backend(1);
+  for (DType dtype : kWeightTypes) CHECK(backend->supports_matmul(dtype));
+  CHECK_FALSE(backend->supports_matmul(DType::Q2_K));
+  CHECK_FALSE(backend->supports_matmul(DType::IQ4_NL));
+  CHECK_FALSE(backend->supports_matmul(DType::I32));
+}
+
+}  // namespace sluice::backends::test

@@ -1,0 +1,183 @@
+// Tokenizer behaviour beyond corpus parity: BOS/EOS, special-token parsing, end-of-
+// generation ids, streaming detokenization, load errors.
+#include "engine/tokenizer/tokenizer.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/loader/gguf_file.h"
+#include "engine/loader/load_error.h"
+#include "engine/tokenizer/detokenizer.h"
+#include "engine/tokenizer/utf8.h"
+#include "tests/unit/engine/loader/gguf_builder.h"
+
+namespace sluice::tokenizer {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kFixtures = fs::path(SLUICE_FIXTURES_DIR) / "tokenizer";
+const fs::path kModels = fs::path(SLUICE_FIXTURES_DIR).parent_path().parent_path() / "models";
+
+Tokenizer fixture(const std::string& name) {
+  return Tokenizer::from_gguf(loader::GgufFile::open(kFixtures / (name + ".gguf")));
+}
+
+TEST_CASE("utf8 helpers") {
+  CHECK(utf8::is_valid("héllo 😀"));
+  CHECK_FALSE(utf8::is_valid("\xC3"));
+  CHECK_FALSE(utf8::is_valid("\xED\xA0\x80"));  // a surrogate
+  CHECK(utf8::incomplete_tail("ab\xF0\x9F") == 2);
+  CHECK(utf8::incomplete_tail("ab\xF0\x9F\x98\x80") == 0);
+  CHECK(utf8::incomplete_tail("ab\x80") == 0);
+  CHECK(utf8::sanitize("a\xFF" "b") == "a\xEF\xBF\xBD" "b");
+  CHECK(utf8::byte_to_unicode()[' '] == "Ġ");
+  CHECK(utf8::unicode_to_byte(0x120) == ' ');
+}
+
+TEST_CASE("special tokens are parsed only when asked, and never split") {
+  const Tokenizer tok = fixture("llama3");
+  const int32_t im_start = tok.token_id("<|im_start|>");
+  const int32_t think = tok.token_id("<think>");
+  REQUIRE(im_start >= 0);
+  REQUIRE(think >= 0);
+  const auto parsed = tok.encode("<|im_start|>user", false, true);
+  CHECK(parsed.front() == im_start);
+  const auto raw = tok.encode("<|im_start|>user", false, false);
+  CHECK(raw.front() != im_start);
+  CHECK(tok.decode(raw, false) == "<|im_start|>user");
+  // User-defined tokens match whole either way.
+  CHECK(tok.encode("a<think>b", false, false)[1] == think);
+  CHECK(tok.is_special(im_start));
+  CHECK_FALSE(tok.is_special(think));
+  CHECK(tok.decode(parsed, /*skip_special=*/true) == "user");
+}
+
+TEST_CASE("BOS follows the model's add_bos flag") {
+  const Tokenizer gemma = fixture("gemma");
+  REQUIRE(gemma.add_bos());
+  const auto with = gemma.encode("hello", true, true);
+  REQUIRE(!with.empty());
+  CHECK(with.front() == gemma.bos_id());
+  CHECK(gemma.encode("hello", false, true).front() != gemma.bos_id());
+  CHECK(gemma.decode(with, true) == "hello");
+
+  const Tokenizer llama3 = fixture("llama3");
+  REQUIRE_FALSE(llama3.add_bos());
+  CHECK(llama3.encode("hello", true, true) == llama3.encode("hello", false, true));
+  CHECK(llama3.encode("", true, true).empty());
+}
+
+TEST_CASE("end-of-generation ids include end-of-turn tokens") {
+  const Tokenizer tok = fixture("llama3");
+  CHECK(tok.is_eos(tok.token_id("<|im_end|>")));
+  CHECK(tok.is_eos(tok.token_id("<|endoftext|>")));
+  CHECK(tok.chat_template().find("im_start") != std::string::npos);
+
+  const fs::path smol = kModels / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (fs::exists(smol)) {
+    const Tokenizer s = Tokenizer::from_gguf(loader::GgufFile::open(smol));
+    CHECK(s.vocab_size() == 49152);
+    CHECK(s.eos_id() == 2);
+    CHECK(s.is_eos(0));  // <|endoftext|>
+    CHECK(s.is_eos(2));  // <|im_end|>
+    CHECK_FALSE(s.add_bos());
+  }
+  const fs::path g3 = kModels / "gemma-3-270m-q4_k_m.gguf";
+  if (fs::exists(g3)) {
+    const Tokenizer g = Tokenizer::from_gguf(loader::GgufFile::open(g3));
+    CHECK(g.bos_id() == 2);
+    CHECK(g.add_bos());
+    CHECK(g.is_eos(1));
+    CHECK(g.is_eos(g.token_id("<end_of_turn>")));
+    CHECK(g.encode("Hi", true, true).front() == 2);
+  }
+}
+
+TEST_CASE("incremental detokenizer holds back partial characters") {
+  const Tokenizer gemma = fixture("gemma");
+  // "𐍈" is not in the tiny vocabulary: four <0xF0>.. byte-fallback tokens.
+  const auto ids = gemma.encode("a𐍈", false, true);
+  REQUIRE(ids.size() >= 5);
+  IncrementalDetokenizer detok(gemma);
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string part = detok.push(ids[i]);
+    CHECK(utf8::is_valid(part));
+    out += part;
+    if (i > 0 && i + 1 < ids.size()) CHECK(out == "a");  // the emoji is not complete yet
+  }
+  CHECK(out == "a𐍈");
+  CHECK(detok.flush().empty());
+
+  // A sequence cut short comes out as U+FFFD, never as a broken byte.
+  IncrementalDetokenizer cut(gemma);
+  CHECK(cut.push(ids[1]).empty());
+  CHECK(cut.num_pending() == 1);
+  CHECK(cut.flush() == "\xEF\xBF\xBD");
+}
+
+TEST_CASE("encode never throws on invalid UTF-8 and keeps every byte") {
+  const Tokenizer tok = fixture("gpt2");
+  const std::string bad = "ok\xFF\xC3(x\xE2\x82";
+  CHECK(tok.decode(tok.encode(bad, false, true), false) == bad);
+  const Tokenizer gemma = fixture("gemma");
+  CHECK(gemma.decode(gemma.encode(bad, false, true), false) == bad);
+}
+
+TEST_CASE("load errors name the file and the key") {
+  using loader::testing::GgufBuilder;
+  using loader::testing::TempFile;
+  auto open_and_load = [](GgufBuilder& builder) {
+    TempFile file(builder.build());
+    const auto gguf = loader::GgufFile::open(file.path());
+    return Tokenizer::from_gguf(gguf);
+  };
+  {
+    GgufBuilder b;
+    b.string("tokenizer.ggml.model", "gpt2");
+    CHECK_THROWS_WITH_AS(open_and_load(b), doctest::Contains("tokenizer.ggml.tokens"),
+                         loader::LoadError);
+  }
+  {
+    GgufBuilder b;
+    b.string("tokenizer.ggml.model", "gpt2");
+    b.string("tokenizer.ggml.pre", "gpt2");
+    b.string_array("tokenizer.ggml.tokens", {"a", "b", "ab"});
+    b.string_array("tokenizer.ggml.merges", {"a b", "a zz"});
+    CHECK_THROWS_WITH_AS(open_and_load(b), doctest::Contains("tokenizer.ggml.merges[1]"),
+                         loader::LoadError);
+  }
+  {
+    GgufBuilder b;
+    b.string("tokenizer.ggml.model", "gpt2");
+    b.string("tokenizer.ggml.pre", "no-such-pre");
+    b.string_array("tokenizer.ggml.tokens", {"a"});
+    b.string_array("tokenizer.ggml.merges", std::vector<std::string>{});
+    CHECK_THROWS_WITH_AS(open_and_load(b), doctest::Contains("tokenizer.ggml.pre"),
+                         loader::LoadError);
+  }
+  CHECK_THROWS_AS(Tokenizer::from_hf_dir(kFixtures / "no-such-dir"), loader::LoadError);
+}
+
+TEST_CASE("encode speed (printed, not asserted)") {
+  const fs::path smol = kModels / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!fs::exists(smol)) return;
+  const Tokenizer tok = Tokenizer::from_gguf(loader::GgufFile::open(smol));
+  std::string text;
+  while (text.size() < 1'000'000) {
+    text += "The quick brown fox jumps over the lazy dog in 2024; it's 3.14159 times faster! "
+            "def f(x):\n    return x * 2  # 日本語 😀\n";
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto ids = tok.encode(text, false, true);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MESSAGE("SmolLM2 encode: ", ids.size(), " tokens from ", text.size(), " bytes in ", seconds,
+          " s = ", static_cast<double>(ids.size()) / seconds, " tokens/s");
+}
+
+}  // namespace
+}  // namespace sluice::tokenizer
