@@ -17,6 +17,22 @@ def scrape(daemon):
     return body.decode()
 
 
+def settled_scrape(daemon, expected_health):
+    """The daemon records a request just after its last byte is written, so the
+    client can scrape a moment before the record lands: retry briefly."""
+    deadline = time.monotonic() + 5
+    while True:
+        samples = parse_metrics(scrape(daemon))
+        settled = (metric(samples, "sluice_http_requests_in_flight") == 1 and
+                   metric(samples, "sluice_http_request_duration_seconds_count",
+                          route="/v1/models/{id}", method="GET") == 1 and
+                   metric(samples, "sluice_http_requests_total",
+                          route="/health", method="GET", status="200") == expected_health)
+        if settled or time.monotonic() > deadline:
+            return samples
+        time.sleep(0.05)
+
+
 def test_request_counts_and_durations_are_true(daemon):
     for _ in range(7):
         assert request(daemon, "GET", "/health")[0] == 200
@@ -24,7 +40,7 @@ def test_request_counts_and_durations_are_true(daemon):
         assert request(daemon, "GET", "/no/such/path")[0] == 404
     assert request(daemon, "GET", "/v1/models/tiny")[0] == 200
 
-    samples = parse_metrics(scrape(daemon))
+    samples = settled_scrape(daemon, expected_health=7)
     assert metric(samples, "sluice_http_requests_total",
                   route="/health", method="GET", status="200") == 7
     assert metric(samples, "sluice_http_requests_total",
