@@ -8,6 +8,8 @@ MODEL      ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 SERVE_ARGS ?=
 VENV       := .venv
 CMAKE_ARGS ?=
+# ccache keys on paths relative to the checkout, so clones in other folders hit the cache.
+export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all deps model test-models build venv serve test clean
 

@@ -1,0 +1,297 @@
+#include "engine/engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "engine/engine_internal.h"
+
+namespace sluice::engine {
+namespace {
+
+SubmitResult rejected(std::string message, std::string param) {
+  return {.status = SubmitStatus::rejected, .stream = nullptr, .message = std::move(message), .param = std::move(param)};
+}
+
+}  // namespace
+
+Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config, EngineObserver* observer)
+    : model_(model), tokenizer_(tokenizer), config_(std::move(config)), observer_(observer) {
+  const ModelHparams& hp = model_.hparams();
+  if (config_.block_size <= 0 || config_.max_num_seqs <= 0 || config_.max_num_batched_tokens <= 0 ||
+      config_.max_waiting < 0 || config_.max_n <= 0)
+    throw std::invalid_argument("engine limits must be positive");
+  max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len : hp.context_length;
+  if (max_model_len_ <= 0) max_model_len_ = 4096;
+
+  const uint64_t per_block = KvCache::bytes_per_block(hp, config_.block_size, config_.kv_dtype);
+  const uint64_t blocks = per_block == 0 ? 0 : config_.kv_cache_bytes / per_block;
+  if (blocks == 0)
+    throw std::invalid_argument("kv_cache_bytes (" + std::to_string(config_.kv_cache_bytes) +
+                                ") holds no KV block of " + std::to_string(per_block) + " bytes");
+  num_blocks_ = static_cast<int32_t>(std::min<uint64_t>(blocks, std::numeric_limits<int32_t>::max() / 2));
+  kv_bytes_ = per_block * static_cast<uint64_t>(num_blocks_);
+  // One sequence must fit in the pool (vLLM refuses to start otherwise). An explicit
+  // max_model_len that does not fit is an operator error; the automatic one shrinks.
+  const int64_t kv_tokens = static_cast<int64_t>(num_blocks_) * config_.block_size;
+  if (max_model_len_ > kv_tokens) {
+    if (config_.max_model_len > 0)
+      throw std::invalid_argument("max_model_len " + std::to_string(max_model_len_) + " does not fit the KV cache (" +
+                                  std::to_string(kv_tokens) + " tokens); raise kv_cache_bytes or lower max_model_len");
+    spdlog::warn("engine {}: the KV cache holds {} tokens, less than the model's context of {}; serving "
+                 "max_model_len {}",
+                 config_.model_name, kv_tokens, max_model_len_, kv_tokens);
+    max_model_len_ = kv_tokens;
+  }
+
+  runner_ = std::make_unique<ModelRunner>(model_, num_blocks_, config_.block_size, config_.kv_dtype);
+  SchedulerConfig sc;
+  sc.max_num_batched_tokens = config_.max_num_batched_tokens;
+  sc.max_num_seqs = config_.max_num_seqs;
+  sc.max_waiting = std::numeric_limits<int32_t>::max() / 2;  // submit() enforces max_waiting
+  sc.long_prefill_token_threshold = config_.long_prefill_token_threshold;
+  sc.max_model_len = max_model_len_;
+  sc.kv = BlockPoolConfig{.num_blocks = num_blocks_, .block_size = config_.block_size,
+                          .enable_prefix_caching = config_.enable_prefix_caching};
+  scheduler_ = std::make_unique<Scheduler>(sc);
+  sampler_ = std::make_unique<Sampler>(static_cast<int32_t>(hp.vocab_size));
+
+  spdlog::info("engine {}: KV cache {} blocks x {} tokens = {} tokens, {:.1f} MiB ({} bytes/block, {}), "
+               "max_model_len {}, max_num_seqs {}, max_num_batched_tokens {}",
+               config_.model_name, num_blocks_, config_.block_size,
+               static_cast<int64_t>(num_blocks_) * config_.block_size, static_cast<double>(kv_bytes_) / (1 << 20),
+               per_block, config_.kv_dtype == backends::DType::F32 ? "f32" : "f16", max_model_len_,
+               config_.max_num_seqs, config_.max_num_batched_tokens);
+  publish_stats(nullptr);
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  std::lock_guard lock(inbox_mutex_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Engine::stop() {
+  std::lock_guard stop_lock(stop_mutex_);
+  {
+    std::lock_guard lock(inbox_mutex_);
+    stopping_ = true;
+  }
+  inbox_cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    // Never started: whatever was submitted still gets its "abort".
+    bool has_work = false;
+    {
+      std::lock_guard lock(inbox_mutex_);
+      has_work = !inbox_.empty();
+    }
+    if (has_work) {
+      drain_inbox();
+      shutdown();
+    }
+  }
+}
+
+std::optional<SubmitResult> Engine::validate(const GenerationRequest& request) const {
+  const SamplingParams& p = request.params;
+  const auto num_prompt = static_cast<int64_t>(request.prompt_tokens.size());
+  if (request.request_id.empty()) return rejected("the request needs an id", "request_id");
+  if (num_prompt == 0) return rejected("the prompt is empty", "prompt");
+  const int64_t vocab = model_.hparams().vocab_size;
+  for (int32_t id : request.prompt_tokens)
+    if (id < 0 || id >= vocab)
+      return rejected("token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(vocab) + ")",
+                      "prompt");
+  if (p.n < 1 || p.n > config_.max_n)
+    return rejected("n must be between 1 and " + std::to_string(config_.max_n), "n");
+  if (request.stop.size() > kMaxStopStrings)
+    return rejected("at most " + std::to_string(kMaxStopStrings) + " stop sequences are allowed", "stop");
+  if (p.logprobs && (*p.logprobs < 0 || *p.logprobs > config_.max_logprobs))
+    return rejected("logprobs must be between 0 and " + std::to_string(config_.max_logprobs), "logprobs");
+  if (p.max_tokens && *p.max_tokens < 1) return rejected("max_tokens must be at least 1", "max_tokens");
+  if (p.max_tokens && num_prompt + *p.max_tokens > max_model_len_)
+    return rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
+                        " tokens. However, you requested " + std::to_string(num_prompt + *p.max_tokens) +
+                        " tokens (" + std::to_string(num_prompt) + " in the messages, " +
+                        std::to_string(*p.max_tokens) + " in the completion). Please reduce the length of the "
+                        "messages or completion.",
+                    "max_tokens");
+  if (num_prompt >= max_model_len_)
+    return rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
+                        " tokens. However, your prompt has " + std::to_string(num_prompt) + " tokens.",
+                    "prompt");
+  const int64_t num_output = p.max_tokens ? *p.max_tokens : max_model_len_ - num_prompt;
+  const int64_t num_kv_tokens = num_prompt + num_output - 1;  // the last token never enters the cache
+  const int64_t num_blocks = (num_kv_tokens + config_.block_size - 1) / config_.block_size;
+  if (num_blocks > num_blocks_)
+    return rejected("the request needs " + std::to_string(num_kv_tokens) + " tokens of KV cache but the cache holds " +
+                        std::to_string(static_cast<int64_t>(num_blocks_) * config_.block_size) +
+                        "; lower max_tokens",
+                    "max_tokens");
+  return std::nullopt;
+}
+
+SubmitResult Engine::submit(GenerationRequest request) {
+  if (auto error = validate(request)) {
+    std::lock_guard lock(inbox_mutex_);
+    ++num_rejected_;
+    return *error;
+  }
+  const int32_t n = request.params.n;
+  const size_t capacity = request.stream_capacity > 0 ? request.stream_capacity : config_.stream_capacity;
+  auto stream = std::make_shared<RequestStream>(request.request_id, n, capacity);
+  {
+    std::lock_guard lock(inbox_mutex_);
+    if (stopping_) return {SubmitStatus::shutting_down, nullptr, "the server is shutting down", ""};
+    if (in_flight_ids_.contains(request.request_id)) {
+      ++num_rejected_;
+      return rejected("a request with id '" + request.request_id + "' is already in flight", "request_id");
+    }
+    if (num_choices_waiting_ + num_inbox_choices_ + n > config_.max_waiting) {
+      ++num_queue_full_;
+      return {SubmitStatus::queue_full, nullptr,
+              "the request queue is full (" + std::to_string(num_choices_waiting_ + num_inbox_choices_) +
+                  " waiting); retry later",
+              ""};
+    }
+    ++num_submitted_;
+    num_inbox_choices_ += n;
+    in_flight_ids_.insert(request.request_id);
+    inbox_.push_back(InboxItem{.request = std::move(request), .stream = stream, .arrival = Clock::now()});
+  }
+  inbox_cv_.notify_one();
+  return {SubmitStatus::accepted, std::move(stream), "", ""};
+}
+
+bool Engine::abort(std::string_view request_id) {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    if (!in_flight_ids_.contains(std::string(request_id))) return false;
+    abort_inbox_.emplace_back(request_id);
+  }
+  inbox_cv_.notify_one();
+  return true;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats stats;
+  {
+    std::lock_guard lock(stats_mutex_);
+    stats = stats_;
+  }
+  std::lock_guard lock(inbox_mutex_);
+  stats.num_pending = static_cast<int32_t>(inbox_.size());
+  stats.num_requests_submitted = num_submitted_;
+  stats.num_requests_rejected = num_rejected_;
+  stats.num_requests_queue_full = num_queue_full_;
+  return stats;
+}
+
+void Engine::publish_stats(const StepMetrics* step) {
+  const SchedulerStats s = scheduler_->stats();
+  EngineStats stats;
+  stats.num_running = s.num_running;
+  stats.num_waiting = s.num_waiting;
+  stats.num_active_requests = static_cast<int32_t>(active_.size());
+  stats.kv_cache_usage = s.kv_cache_usage;
+  stats.num_kv_blocks = num_blocks_;
+  stats.block_size = config_.block_size;
+  stats.kv_cache_bytes = kv_bytes_;
+  stats.num_prefix_cache_queries = s.num_prefix_cache_queries;
+  stats.num_prefix_cache_hits = s.num_prefix_cache_hits;
+  stats.num_preemptions = s.num_preemptions;
+  stats.num_prompt_tokens = s.num_prompt_tokens;
+  stats.num_generation_tokens = s.num_generation_tokens;
+  stats.num_steps = s.num_steps;
+  stats.num_iteration_tokens = s.num_iteration_tokens;
+  stats.num_finished = s.num_finished;
+  {
+    std::lock_guard lock(stats_mutex_);
+    stats_ = stats;
+  }
+  if (step != nullptr && observer_ != nullptr) observer_->on_step(*step);
+}
+
+void Engine::loop() {
+  while (drain_inbox()) {
+    check_cancellations();
+    if (!scheduler_->has_unfinished()) {
+      reap_done();
+      publish_stats(nullptr);
+      std::unique_lock lock(inbox_mutex_);
+      inbox_cv_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !abort_inbox_.empty(); });
+      continue;
+    }
+    ScheduledStep step = scheduler_->schedule(Clock::now());
+    {
+      std::lock_guard lock(inbox_mutex_);
+      num_choices_waiting_ = scheduler_->num_waiting();
+    }
+    for (const SequencePtr& seq : step.finished) {  // aborted or timed out
+      ActiveRequest* request = find(seq);
+      if (request != nullptr)
+        finish_choice(*request, *request->choices[static_cast<size_t>(seq->choice_index())], seq->finish_reason(),
+                      seq->finish_reason() == FinishReason::timeout ? "the request deadline passed" : "");
+    }
+    if (step.empty()) {
+      // Nothing runnable (e.g. only finished sequences were reaped): wait briefly
+      // for news instead of spinning.
+      flush_deltas();
+      reap_done();
+      publish_stats(nullptr);
+      if (scheduler_->has_unfinished()) {
+        std::unique_lock lock(inbox_mutex_);
+        inbox_cv_.wait_for(lock, std::chrono::milliseconds(1),
+                           [&] { return stopping_ || !inbox_.empty() || !abort_inbox_.empty(); });
+      }
+      continue;
+    }
+    run_step(step);
+    flush_deltas();
+    reap_done();
+    StepMetrics metrics{.num_batched_tokens = step.num_batched_tokens,
+                        .num_running = scheduler_->num_running(),
+                        .num_waiting = scheduler_->num_waiting(),
+                        .kv_cache_usage = scheduler_->block_pool().usage(),
+                        .num_preempted = static_cast<int32_t>(step.preempted.size())};
+    publish_stats(&metrics);
+  }
+  shutdown();
+}
+
+bool Engine::drain_inbox() {
+  std::vector<InboxItem> items;
+  std::vector<std::string> aborts;
+  bool stopping = false;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    items.swap(inbox_);
+    aborts.swap(abort_inbox_);
+    stopping = stopping_;
+    num_choices_waiting_ += num_inbox_choices_;  // until the next schedule() says otherwise
+    num_inbox_choices_ = 0;
+  }
+  for (InboxItem& item : items) admit(std::move(item));
+  for (const std::string& id : aborts) {
+    auto it = active_.find(id);
+    if (it != active_.end() && !it->second->done) abort_request(*it->second, FinishReason::abort, "aborted");
+  }
+  return !stopping;
+}
+
+void Engine::shutdown() {
+  for (auto& [id, request] : active_)
+    if (!request->done) abort_request(*request, FinishReason::abort, "the server is shutting down");
+  (void)scheduler_->schedule(Clock::now());  // reaps the aborted sequences and frees their blocks
+  reap_done();
+  publish_stats(nullptr);
+}
+
+}  // namespace sluice::engine

@@ -1,0 +1,154 @@
+#pragma once
+// The engine of one model: a thread that owns all scheduling state and runs
+//   drain inbox -> Scheduler::schedule -> ModelRunner::run -> Sampler -> detokenize
+//   + stop check -> push events -> Scheduler::update / finish
+// until stop(). Other threads talk to it only through submit() / abort() (a locked
+// inbox) and the per-request RequestStream; the engine never waits on a consumer.
+//
+// Cancellation: a consumer's RequestStream::cancel(), abort(request_id), a deadline
+// or a full stream all end the request at the next step ("abort" / "timeout") and
+// free its KV blocks. When there is nothing to do the thread sleeps on a condition
+// variable. stop() finishes every request in flight with "abort" and joins.
+//
+// submit(), abort(), stats() are thread-safe; stop() too, but never from an observer
+// callback or a stream wake-up (they run on the engine thread). The Model (and its
+// backend) must outlive the Engine.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "backends/dtype.h"
+#include "engine/engine_stats.h"
+#include "engine/model_runner.h"
+#include "engine/models/model.h"
+#include "engine/request.h"
+#include "engine/request_stream.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace sluice::engine {
+
+struct EngineConfig {
+  std::string model_name = "model";       // for the logs
+  uint64_t kv_cache_bytes = 256ull << 20;  // KV pool budget; blocks = bytes / bytes_per_block
+  int32_t block_size = 16;
+  int32_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 2048;
+  int32_t max_waiting = 1024;              // queued sequences (choices) beyond which submit says queue_full
+  int64_t max_model_len = 0;               // 0: the model's trained context length, capped to the KV pool
+  int64_t long_prefill_token_threshold = 0;
+  bool enable_prefix_caching = true;
+  backends::DType kv_dtype = backends::DType::F16;
+  std::optional<std::chrono::milliseconds> default_deadline;  // for requests that set none
+  size_t stream_capacity = 4096;           // deltas a stream buffers before the request is aborted
+  int32_t max_n = 16;                      // choices per request
+  int32_t max_logprobs = 20;
+};
+
+enum class SubmitStatus { accepted, queue_full, rejected, shutting_down };
+
+struct SubmitResult {
+  SubmitStatus status = SubmitStatus::accepted;
+  std::shared_ptr<RequestStream> stream;  // accepted only
+  std::string message;                    // why not
+  std::string param;                      // rejected: the offending field ("max_tokens", "stop", ...)
+  bool ok() const { return status == SubmitStatus::accepted; }
+};
+
+class Engine {
+ public:
+  // Sizes the KV pool from config.kv_cache_bytes (logged) and allocates it. Throws
+  // std::invalid_argument when the budget holds no block, a limit is not positive, or
+  // an explicit max_model_len does not fit the pool.
+  Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config,
+         EngineObserver* observer = nullptr);
+  ~Engine();  // stop()
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  void start();  // spawns the engine thread
+  void stop();   // finishes everything in flight with "abort" and joins; idempotent
+
+  SubmitResult submit(GenerationRequest request);
+  // False when no request with that id is in flight (or queued for admission).
+  bool abort(std::string_view request_id);
+
+  EngineStats stats() const;
+  const EngineConfig& config() const { return config_; }
+  int64_t max_model_len() const { return max_model_len_; }
+  int32_t num_kv_blocks() const { return num_blocks_; }
+  const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
+
+ private:
+  struct ChoiceState;
+  struct ActiveRequest;
+  struct InboxItem {
+    GenerationRequest request;
+    std::shared_ptr<RequestStream> stream;
+    Clock::time_point arrival;
+  };
+
+  std::optional<SubmitResult> validate(const GenerationRequest& request) const;
+  void loop();
+  bool drain_inbox();  // false once stop() was called
+  void admit(InboxItem item);
+  void check_cancellations();
+  void run_step(ScheduledStep& step);
+  void postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
+                   Clock::time_point now);
+  void finish_choice(ActiveRequest& request, ChoiceState& choice, FinishReason reason, std::string error = {},
+                     std::string matched_stop = {});
+  void abort_request(ActiveRequest& request, FinishReason reason, const std::string& error);
+  void on_request_done(ActiveRequest& request);
+  void reap_done();  // erases requests whose choices have all finished
+  void flush_deltas();
+  void shutdown();
+  void publish_stats(const StepMetrics* step);
+  ActiveRequest* find(const SequencePtr& seq);
+
+  Model& model_;
+  const tokenizer::Tokenizer tokenizer_;  // a cheap copy (shared tables)
+  EngineConfig config_;
+  EngineObserver* observer_;
+  int64_t max_model_len_ = 0;
+  int32_t num_blocks_ = 0;
+  uint64_t kv_bytes_ = 0;
+
+  // --- engine thread only ---
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unordered_map<std::string, std::unique_ptr<ActiveRequest>> active_;
+  std::vector<ActiveRequest*> dirty_;  // requests with a delta to push this step
+
+  // --- shared, guarded by inbox_mutex_ ---
+  mutable std::mutex inbox_mutex_;
+  std::condition_variable inbox_cv_;
+  std::vector<InboxItem> inbox_;
+  std::vector<std::string> abort_inbox_;
+  std::unordered_set<std::string> in_flight_ids_;
+  int32_t num_choices_waiting_ = 0;  // scheduler's waiting count after the last schedule()
+  int32_t num_inbox_choices_ = 0;    // choices of the requests in inbox_
+  bool stopping_ = false;
+  bool started_ = false;
+  uint64_t num_submitted_ = 0, num_rejected_ = 0, num_queue_full_ = 0;
+
+  mutable std::mutex stats_mutex_;
+  EngineStats stats_;  // guarded by stats_mutex_
+
+  std::mutex stop_mutex_;  // serializes stop() callers around the join
+  std::thread thread_;
+};
+
+}  // namespace sluice::engine

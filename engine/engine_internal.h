@@ -1,0 +1,46 @@
+#pragma once
+// The engine thread's bookkeeping of one request in flight. Private to engine*.cpp.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/stop_checker.h"
+#include "engine/tokenizer/detokenizer.h"
+
+namespace sluice::engine {
+
+struct Engine::ChoiceState {
+  ChoiceState(SequencePtr s, const tokenizer::Tokenizer& tokenizer, const GenerationRequest& request)
+      : seq(std::move(s)),
+        detokenizer(tokenizer, request.skip_special_tokens),
+        stop(request.stop, std::vector<int32_t>(tokenizer.eos_ids().begin(), tokenizer.eos_ids().end()),
+             request.params.ignore_eos) {}
+
+  SequencePtr seq;
+  tokenizer::IncrementalDetokenizer detokenizer;
+  StopChecker stop;
+  bool finished = false;
+  ChoiceDelta pending;  // output of this step, pushed by flush_deltas()
+  bool has_pending = false;
+  std::optional<Clock::time_point> first_token_time;
+  Clock::time_point last_token_time;
+};
+
+struct Engine::ActiveRequest {
+  std::string id;
+  std::shared_ptr<RequestStream> stream;
+  Clock::time_point arrival;
+  bool wants_logprobs = false;
+  std::vector<std::unique_ptr<ChoiceState>> choices;
+  int32_t num_finished = 0;
+  bool dirty = false;  // listed in dirty_
+  bool done = false;   // every choice finished; erased at the end of the loop iteration
+  Clock::time_point last_finish;
+  std::optional<Clock::time_point> first_token;  // of any choice
+
+  bool is_done() const { return num_finished == static_cast<int32_t>(choices.size()); }
+};
+
+}  // namespace sluice::engine

@@ -1,0 +1,232 @@
+// The engine thread's per-step work: admission, sampling, detokenization, stop
+// checks, events, and the end of requests (logs and observer callbacks).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "backends/check.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
+
+namespace sluice::engine {
+namespace {
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+Engine::ActiveRequest* Engine::find(const SequencePtr& seq) {
+  auto it = active_.find(seq->request_id());
+  if (it == active_.end()) return nullptr;
+  ActiveRequest& request = *it->second;
+  const auto index = static_cast<size_t>(seq->choice_index());
+  if (index >= request.choices.size() || request.choices[index]->seq != seq) return nullptr;
+  return &request;
+}
+
+void Engine::admit(InboxItem item) {
+  GenerationRequest& r = item.request;
+  auto params = std::make_shared<const SamplingParams>(r.params);
+  std::vector<SequencePtr> seqs = make_choices(r.request_id, r.prompt_tokens, params, item.arrival, r.priority);
+  std::optional<Clock::time_point> deadline = r.deadline;
+  if (!deadline && config_.default_deadline) deadline = item.arrival + *config_.default_deadline;
+  auto request = std::make_unique<ActiveRequest>();
+  request->id = r.request_id;
+  request->stream = std::move(item.stream);
+  request->arrival = item.arrival;
+  request->wants_logprobs = r.params.logprobs.has_value();
+  for (const SequencePtr& seq : seqs) {
+    seq->set_deadline(deadline);
+    seq->set_queue_deadline(r.queue_deadline);
+    request->choices.push_back(std::make_unique<ChoiceState>(seq, tokenizer_, r));
+  }
+  ActiveRequest& ref = *request;
+  active_[r.request_id] = std::move(request);
+  const AddResult added = scheduler_->add(seqs);
+  if (!added.ok()) {
+    // submit() validated against the same limits, so this is not expected.
+    spdlog::warn("engine {}: request {} refused by the scheduler: {}", config_.model_name, ref.id, added.message);
+    for (auto& choice : ref.choices) finish_choice(ref, *choice, FinishReason::error, added.message);
+  }
+}
+
+void Engine::check_cancellations() {
+  for (auto& [id, request] : active_)
+    if (!request->done && request->stream->is_cancelled())
+      abort_request(*request, FinishReason::abort, "cancelled by the client");
+}
+
+void Engine::run_step(ScheduledStep& step) {
+  const std::span<const float> logits = runner_->run(step);
+  const auto vocab = static_cast<size_t>(runner_->vocab_size());
+  std::vector<int32_t> sampled;
+  std::vector<SampleResult> results;
+  sampled.reserve(static_cast<size_t>(step.num_sampling));
+  results.reserve(static_cast<size_t>(step.num_sampling));
+  size_t row = 0;
+  for (const ScheduledSequence& scheduled : step.seqs) {
+    if (!scheduled.samples) continue;
+    Sequence& seq = *scheduled.seq;
+    results.push_back(sampler_->sample(logits.subspan(row * vocab, vocab), seq.params(), seq.prompt_tokens(),
+                                       seq.output_tokens(), seq.rng()));
+    sampled.push_back(results.back().token);
+    ++row;
+  }
+  (void)scheduler_->update(step, sampled);  // appends the tokens; finishes on length
+  const Clock::time_point now = Clock::now();
+  size_t next = 0;
+  for (const ScheduledSequence& scheduled : step.seqs) {
+    if (!scheduled.samples) continue;
+    const SampleResult& sample = results[next++];
+    ActiveRequest* request = find(scheduled.seq);
+    if (request == nullptr) continue;
+    ChoiceState& choice = *request->choices[static_cast<size_t>(scheduled.seq->choice_index())];
+    if (choice.finished) continue;
+    postprocess(*request, choice, sample, now);
+  }
+}
+
+void Engine::postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
+                         Clock::time_point now) {
+  Sequence& seq = *choice.seq;
+  if (!choice.first_token_time) {
+    choice.first_token_time = now;
+    if (!request.first_token) {
+      request.first_token = now;
+      if (observer_ != nullptr) observer_->on_first_token(seconds(now - request.arrival));
+    }
+  } else if (observer_ != nullptr) {
+    observer_->on_inter_token_latency(seconds(now - choice.last_token_time));
+  }
+  choice.last_token_time = now;
+
+  ChoiceDelta& delta = choice.pending;
+  delta.index = seq.choice_index();
+  delta.token_ids.push_back(sample.token);
+  if (request.wants_logprobs)
+    delta.logprobs.push_back(TokenLogprobs{.token = sample.token, .logprob = sample.logprob, .top = sample.top_logprobs});
+  if (!choice.has_pending) {
+    choice.has_pending = true;
+    if (!request.dirty) {
+      request.dirty = true;
+      dirty_.push_back(&request);
+    }
+  }
+
+  StopChecker::Result result = choice.stop.push(sample.token, choice.detokenizer.push(sample.token));
+  delta.text += result.text;
+  if (result.stopped) {
+    if (result.matched_stop.empty()) delta.text += choice.detokenizer.flush();  // EOS: no more bytes come
+    scheduler_->finish(choice.seq, FinishReason::stop);
+    finish_choice(request, choice, FinishReason::stop, {}, result.matched_stop);
+    return;
+  }
+  if (seq.is_finished()) {  // length, from Scheduler::update
+    StopChecker::Result last = choice.stop.finish(choice.detokenizer.flush());
+    delta.text += last.text;
+    if (last.stopped) {
+      scheduler_->finish(choice.seq, FinishReason::stop);
+      finish_choice(request, choice, FinishReason::stop, {}, last.matched_stop);
+    } else {
+      finish_choice(request, choice, seq.finish_reason());
+    }
+  }
+}
+
+void Engine::finish_choice(ActiveRequest& request, ChoiceState& choice, FinishReason reason, std::string error,
+                           std::string matched_stop) {
+  if (choice.finished) return;
+  choice.finished = true;
+  if (choice.has_pending) {
+    choice.has_pending = false;
+    if (!request.stream->push_delta(std::move(choice.pending))) {
+      reason = FinishReason::abort;
+      error = "the consumer fell behind: its event stream is full";
+    }
+    choice.pending = {};
+  }
+  const Sequence& seq = *choice.seq;
+  request.stream->push_finish(ChoiceFinish{.index = seq.choice_index(),
+                                           .reason = reason,
+                                           .num_prompt_tokens = seq.num_prompt_tokens(),
+                                           .num_completion_tokens = seq.num_output_tokens(),
+                                           .num_cached_tokens = seq.num_cached_tokens(),
+                                           .matched_stop = std::move(matched_stop),
+                                           .error = std::move(error)});
+  ++request.num_finished;
+  request.last_finish = Clock::now();
+  if (request.is_done()) on_request_done(request);
+}
+
+void Engine::abort_request(ActiveRequest& request, FinishReason reason, const std::string& error) {
+  scheduler_->abort(request.id, reason);  // blocks are freed at the next schedule()
+  for (auto& choice : request.choices) {
+    choice->has_pending = false;  // the consumer will not read it anyway
+    choice->pending = {};
+    finish_choice(request, *choice, reason, error);
+  }
+}
+
+void Engine::flush_deltas() {
+  for (ActiveRequest* request : dirty_) {
+    request->dirty = false;
+    if (request->done) continue;
+    for (auto& choice : request->choices) {
+      if (!choice->has_pending || choice->finished) continue;
+      choice->has_pending = false;
+      if (!request->stream->push_delta(std::move(choice->pending))) {
+        spdlog::warn("engine {}: request {} aborted: its consumer fell behind ({} events buffered)",
+                     config_.model_name, request->id, request->stream->capacity());
+        abort_request(*request, FinishReason::abort, "the consumer fell behind: its event stream is full");
+        break;
+      }
+      choice->pending = {};
+    }
+  }
+  dirty_.clear();
+}
+
+void Engine::on_request_done(ActiveRequest& request) {
+  request.done = true;
+  RequestMetrics m;
+  m.request_id = request.id;
+  const Sequence& first = *request.choices.front()->seq;
+  m.num_prompt_tokens = first.num_prompt_tokens();
+  m.num_cached_tokens = first.num_cached_tokens();
+  int64_t num_later_tokens = 0;  // after each choice's first
+  for (const auto& choice : request.choices) {
+    m.finish_reasons.push_back(choice->seq->is_finished() ? choice->seq->finish_reason() : FinishReason::abort);
+    m.num_generation_tokens += choice->seq->num_output_tokens();
+    num_later_tokens += std::max<int64_t>(0, choice->seq->num_output_tokens() - 1);
+  }
+  if (first.first_scheduled_time()) m.queue_time_s = seconds(*first.first_scheduled_time() - request.arrival);
+  if (request.first_token) {
+    m.ttft_s = seconds(*request.first_token - request.arrival);
+    if (first.first_scheduled_time()) m.prefill_time_s = seconds(*request.first_token - *first.first_scheduled_time());
+    m.decode_time_s = seconds(request.last_finish - *request.first_token);
+    if (num_later_tokens > 0)
+      m.time_per_output_token_s =
+          m.decode_time_s * static_cast<double>(request.choices.size()) / static_cast<double>(num_later_tokens);
+  }
+  m.e2e_s = seconds(request.last_finish - request.arrival);
+  const double rate = m.decode_time_s > 0 ? static_cast<double>(m.num_generation_tokens) / m.decode_time_s : 0.0;
+  std::string reasons;
+  for (FinishReason reason : m.finish_reasons) {
+    if (!reasons.empty()) reasons += ',';
+    reasons += to_string(reason);
+  }
+  spdlog::info("request {} finished ({}): prompt {} ({} cached), generated {} over {} choice(s), queue {:.1f} ms, "
+               "ttft {:.1f} ms, e2e {:.1f} ms, {:.1f} tok/s",
+               m.request_id, reasons, m.num_prompt_tokens, m.num_cached_tokens, m.num_generation_tokens,
+               request.choices.size(), m.queue_time_s * 1e3, m.ttft_s * 1e3, m.e2e_s * 1e3, rate);
+  if (observer_ != nullptr) observer_->on_request_finished(m);
+  std::lock_guard lock(inbox_mutex_);
+  in_flight_ids_.erase(request.id);
+}
+
+void Engine::reap_done() {
+  std::erase_if(active_, [](const auto& entry) { return entry.second->done; });
+}
+
+}  // namespace sluice::engine

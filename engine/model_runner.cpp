@@ -1,0 +1,44 @@
+#include "engine/model_runner.h"
+
+#include "backends/check.h"
+
+namespace sluice::engine {
+
+ModelRunner::ModelRunner(Model& model, int64_t num_blocks, int64_t block_size, backends::DType kv_dtype)
+    : model_(model),
+      cache_(std::make_unique<KvCache>(model.backend(), model.hparams(),
+                                       KvCacheConfig{.num_blocks = num_blocks, .block_size = block_size,
+                                                     .dtype = kv_dtype})),
+      vocab_size_(model.hparams().vocab_size) {}
+
+std::span<const float> ModelRunner::run(const ScheduledStep& step) {
+  SLUICE_CHECK(!step.empty(), "run needs a non-empty step");
+  const size_t num_tokens = step.token_ids.size();
+  slots_.resize(num_tokens);
+  for (size_t i = 0; i < num_tokens; ++i) slots_[i] = static_cast<int32_t>(step.slot_mapping[i]);
+
+  slices_.resize(step.seqs.size());
+  logit_rows_.clear();
+  for (size_t s = 0; s < step.seqs.size(); ++s) {
+    const ScheduledSequence& scheduled = step.seqs[s];
+    backends::SequenceSlice& slice = slices_[s];
+    slice.query_begin = static_cast<int32_t>(scheduled.query_start);
+    slice.num_queries = static_cast<int32_t>(scheduled.num_new_tokens);
+    slice.num_cached = static_cast<int32_t>(scheduled.start_position);
+    slice.block_table.assign(scheduled.block_table.begin(), scheduled.block_table.end());
+    // The last row of a chunk that reaches the end of the sequence predicts its next token.
+    if (scheduled.samples)
+      logit_rows_.push_back(static_cast<int32_t>(scheduled.query_start + scheduled.num_new_tokens - 1));
+  }
+  SLUICE_CHECK(logit_rows_.size() == static_cast<size_t>(step.num_sampling), "sampling rows disagree with the step");
+  logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_size_));
+  model_.forward(StepBatch{.token_ids = step.token_ids,
+                           .positions = step.positions,
+                           .kv_slots = slots_,
+                           .sequences = slices_,
+                           .logit_rows = logit_rows_},
+                 *cache_, logits_);
+  return logits_;
+}
+
+}  // namespace sluice::engine

@@ -1,0 +1,42 @@
+#pragma once
+// Runs one scheduled step on the model: turns the Scheduler's flat ScheduledStep
+// into a StepBatch (positions, KV slots, per-sequence slices with block tables, the
+// rows that sample) and returns the logits of the sampling sequences in step order.
+// Decides nothing. Owns the paged KV cache of the model and reusable host buffers;
+// engine thread only. The Model (and its backend) must outlive it.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backends/backend.h"
+#include "engine/models/kv_cache.h"
+#include "engine/models/model.h"
+#include "engine/scheduler.h"
+
+namespace sluice::engine {
+
+class ModelRunner {
+ public:
+  // Allocates num_blocks KV blocks of block_size tokens. Throws std::invalid_argument
+  // (from KvCache) for a non-positive size.
+  ModelRunner(Model& model, int64_t num_blocks, int64_t block_size, backends::DType kv_dtype);
+
+  // Logits [step.num_sampling, vocab_size] (row-major), valid until the next run().
+  std::span<const float> run(const ScheduledStep& step);
+
+  int64_t vocab_size() const { return vocab_size_; }
+  const KvCache& kv_cache() const { return *cache_; }
+  Model& model() { return model_; }
+
+ private:
+  Model& model_;
+  std::unique_ptr<KvCache> cache_;
+  int64_t vocab_size_ = 0;
+  std::vector<int32_t> slots_;                      // [T]
+  std::vector<backends::SequenceSlice> slices_;     // [num seqs]
+  std::vector<int32_t> logit_rows_;                 // [num_sampling]
+  std::vector<float> logits_;                       // [num_sampling, vocab_size]
+};
+
+}  // namespace sluice::engine

@@ -1,0 +1,67 @@
+#pragma once
+// What a client asks the engine for (GenerationRequest) and what comes back on its
+// RequestStream: deltas of text and tokens per choice, then one finish per choice.
+// Plain data: proto/ fills the request from the OpenAI fields; the server turns the
+// events into SSE chunks or one JSON body.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "engine/sequence.h"
+
+namespace sluice::engine {
+
+inline constexpr size_t kMaxStopStrings = 4;  // OpenAI's limit
+
+struct GenerationRequest {
+  std::string request_id;              // unique among the requests in flight
+  std::vector<int32_t> prompt_tokens;  // already tokenized (chat template applied)
+  SamplingParams params;               // n, max_tokens, seed, logprobs, ignore_eos ...
+  std::vector<std::string> stop;       // at most kMaxStopStrings; never shown in the text
+  int32_t priority = 0;                // vLLM: lower is served first
+  std::optional<Clock::time_point> deadline;        // finish by then, or "timeout"
+  std::optional<Clock::time_point> queue_deadline;  // be admitted by then, or "timeout"
+  bool skip_special_tokens = true;     // control tokens produce no text
+  size_t stream_capacity = 0;          // deltas its stream buffers; 0: EngineConfig::stream_capacity
+};
+
+// The chosen token's log-probability and, when asked, the top alternatives (raw model
+// distribution, best first).
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;
+};
+
+// New output of one choice. `text` is complete UTF-8 only; text that could be the
+// start of a stop string is held back until it is known not to be one, so a delta
+// may carry tokens and no text. The stop string itself never appears.
+struct ChoiceDelta {
+  int32_t index = 0;
+  std::string text;
+  std::vector<int32_t> token_ids;
+  std::vector<TokenLogprobs> logprobs;  // one per token when params.logprobs is set
+};
+
+// The end of one choice; the last event of that choice.
+struct ChoiceFinish {
+  int32_t index = 0;
+  FinishReason reason = FinishReason::stop;
+  int64_t num_prompt_tokens = 0;
+  int64_t num_completion_tokens = 0;
+  int64_t num_cached_tokens = 0;  // prompt tokens served from the prefix cache
+  std::string matched_stop;       // the stop string that ended it ("" for EOS or other reasons)
+  std::string error;              // why, for "error" and for engine-initiated "abort"s
+
+  // "stop" | "length" | "abort" | "timeout" | "error"
+  std::string_view finish_reason() const { return to_string(reason); }
+};
+
+using RequestEvent = std::variant<ChoiceDelta, ChoiceFinish>;
+
+}  // namespace sluice::engine

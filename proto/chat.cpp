@@ -1,0 +1,183 @@
+#include "proto/chat.h"
+
+#include <limits>
+
+namespace sluice::proto {
+
+using fields::Error;
+using fields::Json;
+
+namespace {
+
+constexpr int32_t kMaxTopLogprobs = 20;
+
+Error read_content(const Json& v, const std::string& param, std::string& out) {
+  if (v.is_string()) {
+    out = v.get<std::string>();
+    return std::nullopt;
+  }
+  if (!v.is_array()) return fields::type_error(param, "a string or an array of content parts", v);
+  std::string joined;
+  for (size_t j = 0; j < v.size(); ++j) {
+    const Json& part = v[j];
+    std::string part_param = param + "[" + std::to_string(j) + "]";
+    if (!part.is_object()) return fields::type_error(part_param, "an object", part);
+    auto type = part.find("type");
+    if (type == part.end() || type->is_null()) return fields::missing_field(part_param + ".type");
+    if (!type->is_string()) return fields::type_error(part_param + ".type", "a string", *type);
+    if (*type != "text") {
+      return invalid_request("Content parts of type '" + type->get<std::string>() +
+                                 "' are not supported; only 'text' is.",
+                             part_param + ".type");
+    }
+    std::string text;
+    bool has_text = false;
+    for (const auto& [key, value] : part.items()) {
+      if (key == "type") continue;
+      if (key != "text") return fields::unknown_field(part_param + "." + key);
+      if (!value.is_string()) return fields::type_error(part_param + ".text", "a string", value);
+      text = value.get<std::string>();
+      has_text = true;
+    }
+    if (!has_text) return fields::missing_field(part_param + ".text");
+    if (j > 0) joined += '\n';
+    joined += text;
+  }
+  out = std::move(joined);
+  return std::nullopt;
+}
+
+Error read_message(const Json& m, const std::string& param, ChatMessage& out) {
+  if (!m.is_object()) return fields::type_error(param, "an object", m);
+  auto role = m.find("role");
+  if (role == m.end() || role->is_null()) return fields::missing_field(param + ".role");
+  if (!role->is_string()) return fields::type_error(param + ".role", "a string", *role);
+  std::string r = role->get<std::string>();
+  if (r == "developer") r = "system";
+  if (r != "system" && r != "user" && r != "assistant") {
+    return invalid_request("Invalid value for '" + param + ".role': '" + role->get<std::string>() +
+                               "'; supported roles are system, developer, user and assistant.",
+                           param + ".role");
+  }
+  out.role = r;
+  bool has_content = false;
+  for (const auto& [key, value] : m.items()) {
+    std::string field = param + "." + key;
+    if (key == "role") continue;
+    if (key == "content") {
+      if (value.is_null()) continue;
+      if (auto e = read_content(value, field, out.content)) return e;
+      has_content = true;
+    } else if (key == "name") {
+      if (auto e = fields::read_opt_string(value, field, out.name)) return e;
+    } else if (key == "tool_calls" || key == "function_call" || key == "refusal" || key == "audio") {
+      // Round-tripped assistant messages carry these as null (or []); anything else
+      // asks for a feature we do not have.
+      bool nothing = value.is_null() || (value.is_array() && value.empty());
+      if (!nothing) return fields::unsupported(field, "is not supported.");
+    } else {
+      return fields::unknown_field(field);
+    }
+  }
+  // An assistant turn may be empty (OpenAI allows null content there); others may not.
+  if (!has_content && r != "assistant") return fields::missing_field(param + ".content");
+  return std::nullopt;
+}
+
+Error read_response_format(const Json& v) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_object()) return fields::type_error("response_format", "an object", v);
+  auto type = v.find("type");
+  if (type == v.end() || type->is_null()) return fields::missing_field("response_format.type");
+  if (!type->is_string()) return fields::type_error("response_format.type", "a string", *type);
+  if (*type != "text") {
+    return invalid_request("response_format of type '" + type->get<std::string>() +
+                               "' is not supported; only 'text' is.",
+                           "response_format");
+  }
+  for (const auto& [key, value] : v.items()) {
+    if (key != "type") return fields::unknown_field("response_format." + key);
+  }
+  return std::nullopt;
+}
+
+// Tool calling is not built yet: refuse anything that asks for it, accept what asks
+// for nothing (null, [], "none").
+Error read_tools_field(const std::string& key, const Json& v) {
+  if (v.is_null()) return std::nullopt;
+  if (key == "tools" && v.is_array() && v.empty()) return std::nullopt;
+  if (key == "tool_choice" && v == "none") return std::nullopt;
+  return fields::unsupported(key, "is not supported yet (tool calling is not implemented).");
+}
+
+}  // namespace
+
+Error parse_chat_messages(const Json& value, const std::string& param, std::vector<ChatMessage>& out) {
+  if (!value.is_array()) return fields::type_error(param, "an array of messages", value);
+  if (value.empty()) return invalid_request("'" + param + "' must hold at least one message.", param);
+  std::vector<ChatMessage> messages(value.size());
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (auto e = read_message(value[i], param + "[" + std::to_string(i) + "]", messages[i])) return e;
+  }
+  out = std::move(messages);
+  return std::nullopt;
+}
+
+ChatParse parse_chat_json(const Json& body) {
+  if (!body.is_object()) return invalid_request("The request body must be a JSON object.");
+  ChatRequest req;
+  std::optional<int32_t> max_tokens, max_completion_tokens, top_logprobs;
+  bool logprobs = false;
+  bool has_messages = false;
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  for (const auto& [key, value] : body.items()) {
+    bool handled = false;
+    if (auto e = apply_generation_field(key, value, req, handled)) return *e;
+    if (handled) continue;
+    Error e;
+    if (key == "messages") {
+      if (!value.is_null()) {
+        e = parse_chat_messages(value, key, req.messages);
+        has_messages = true;
+      }
+    } else if (key == "max_tokens") {
+      e = fields::read_opt_int32(value, key, 1, kInt32Max, max_tokens);
+    } else if (key == "max_completion_tokens") {
+      e = fields::read_opt_int32(value, key, 1, kInt32Max, max_completion_tokens);
+    } else if (key == "logprobs") {
+      e = fields::read_bool(value, key, logprobs);
+    } else if (key == "top_logprobs") {
+      e = fields::read_opt_int32(value, key, 0, kMaxTopLogprobs, top_logprobs);
+    } else if (key == "response_format") {
+      e = read_response_format(value);
+    } else if (key == "tools" || key == "tool_choice") {
+      e = read_tools_field(key, value);
+    } else if (key == "parallel_tool_calls") {
+      if (!value.is_null()) e = fields::unsupported(key, "is not supported yet (tool calling is not implemented).");
+    } else {
+      e = fields::unknown_field(key);
+    }
+    if (e) return *e;
+  }
+  if (auto e = check_generation_options(body, req)) return *e;
+  if (!has_messages) return fields::missing_field("messages");
+  if (max_tokens && max_completion_tokens && *max_tokens != *max_completion_tokens) {
+    return invalid_request(
+        "'max_tokens' and 'max_completion_tokens' disagree; send only 'max_completion_tokens'.",
+        "max_completion_tokens");
+  }
+  req.sampling.max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
+  if (top_logprobs && !logprobs) {
+    return invalid_request("'top_logprobs' requires 'logprobs' to be true.", "top_logprobs");
+  }
+  if (logprobs) req.sampling.logprobs = top_logprobs.value_or(0);
+  return req;
+}
+
+ChatParse parse_chat_request(std::string_view body) {
+  Json json;
+  if (auto e = fields::parse_object(body, json)) return *e;
+  return parse_chat_json(json);
+}
+
+}  // namespace sluice::proto

@@ -1,0 +1,55 @@
+#pragma once
+// Typed readers for request fields, shared by the completions, chat and tokenize
+// parsers. Each reader checks one JSON value against its wire type and range and
+// either stores it or returns the ApiError naming the field (`param`). An explicit
+// null leaves the destination untouched: optional fields keep their default.
+// Nothing here throws.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "proto/errors.h"
+
+namespace sluice::proto::fields {
+
+using Json = nlohmann::json;
+using Error = std::optional<ApiError>;  // empty: the field was fine
+
+// Parses a request body that must be one JSON object. Malformed JSON: 400 with the
+// parser's message and byte position, param null.
+Error parse_object(std::string_view body, Json& out);
+
+// Messages in one wording for every parser.
+ApiError type_error(const std::string& param, std::string_view expected, const Json& got);
+ApiError range_error(const std::string& param, const Json& got, std::string_view range);
+ApiError unknown_field(const std::string& param);
+ApiError missing_field(const std::string& param);
+ApiError unsupported(const std::string& param, std::string_view what);
+
+// Integers accept JSON integers and floats with no fractional part (16.0), as
+// pydantic does for vLLM; range is inclusive.
+Error read_int(const Json& v, const std::string& param, int64_t lo, int64_t hi, int64_t& out);
+Error read_int32(const Json& v, const std::string& param, int64_t lo, int64_t hi, int32_t& out);
+Error read_opt_int32(const Json& v, const std::string& param, int64_t lo, int64_t hi,
+                     std::optional<int32_t>& out);
+// A float in [lo, hi]; lo_open / hi_open exclude that end.
+Error read_float(const Json& v, const std::string& param, double lo, double hi, float& out,
+                 bool lo_open = false, bool hi_open = false);
+Error read_bool(const Json& v, const std::string& param, bool& out);
+Error read_string(const Json& v, const std::string& param, std::string& out);
+Error read_opt_string(const Json& v, const std::string& param, std::optional<std::string>& out);
+// Any 64-bit integer, signed or not; negative seeds wrap as in two's complement.
+Error read_seed(const Json& v, const std::string& param, std::optional<uint64_t>& out);
+// string | array of at most 4 strings; none may be empty.
+Error read_stop(const Json& v, const std::string& param, std::vector<std::string>& out);
+// {"<token id>": bias in [-100, 100], ...}
+Error read_logit_bias(const Json& v, const std::string& param, std::map<int32_t, float>& out);
+// An array of token ids in [0, 2^31).
+Error read_token_ids(const Json& v, const std::string& param, std::vector<int32_t>& out);
+
+}  // namespace sluice::proto::fields

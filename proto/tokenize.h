@@ -1,0 +1,48 @@
+#pragma once
+// vLLM's /tokenize and /detokenize: request parsing and response bodies.
+//   POST /tokenize   {model?, prompt | messages, add_special_tokens?, add_generation_prompt?,
+//                     return_token_strs?} -> {count, max_model_len, tokens[, token_strs]}
+//   POST /detokenize {model?, tokens}     -> {prompt}
+// `model` is optional, as in vLLM: the server uses its only model when absent.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "proto/chat.h"
+#include "proto/errors.h"
+
+namespace sluice::proto {
+
+struct TokenizeRequest {
+  std::optional<std::string> model;
+  std::optional<std::string> prompt;  // exactly one of prompt and messages
+  std::vector<ChatMessage> messages;  // rendered through the chat template
+  bool add_special_tokens = true;     // default: true for prompt, false for messages (vLLM)
+  bool add_generation_prompt = true;  // messages only
+  bool return_token_strs = false;
+
+  bool is_chat() const { return !prompt.has_value(); }
+};
+
+struct DetokenizeRequest {
+  std::optional<std::string> model;
+  std::vector<int32_t> tokens;  // may be empty
+};
+
+using TokenizeParse = std::variant<TokenizeRequest, ApiError>;
+using DetokenizeParse = std::variant<DetokenizeRequest, ApiError>;
+
+TokenizeParse parse_tokenize_request(std::string_view body);
+DetokenizeParse parse_detokenize_request(std::string_view body);
+
+// token_strs: the piece of each token, only when the request asked for them.
+nlohmann::ordered_json tokenize_response(const std::vector<int32_t>& tokens, int32_t max_model_len,
+                                         const std::vector<std::string>* token_strs = nullptr);
+nlohmann::ordered_json detokenize_response(const std::string& prompt);
+
+}  // namespace sluice::proto

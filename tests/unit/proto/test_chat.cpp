@@ -1,0 +1,205 @@
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "proto/chat.h"
+
+using namespace sluice::proto;
+using Json = nlohmann::json;
+
+namespace {
+
+Json user(const Json& content) { return {{"role", "user"}, {"content", content}}; }
+
+std::string body_with(const Json& extra) {
+  Json body = {{"model", "m"}, {"messages", Json::array({user("hi")})}};
+  for (const auto& [k, v] : extra.items()) body[k] = v;
+  return body.dump();
+}
+
+ChatRequest ok(const Json& extra) {
+  auto result = parse_chat_request(body_with(extra));
+  if (auto* e = std::get_if<ApiError>(&result)) FAIL_CHECK("unexpected error: ", e->message, " param ", e->param);
+  REQUIRE(std::holds_alternative<ChatRequest>(result));
+  return std::get<ChatRequest>(result);
+}
+
+ApiError err(const std::string& raw) {
+  auto result = parse_chat_request(raw);
+  REQUIRE(std::holds_alternative<ApiError>(result));
+  auto e = std::get<ApiError>(result);
+  CHECK(e.status == 400);
+  CHECK(e.type == "invalid_request_error");
+  return e;
+}
+
+std::string err_param(const Json& extra) { return err(body_with(extra)).param; }
+std::string messages_err(const Json& messages) { return err_param({{"messages", messages}}); }
+
+}  // namespace
+
+TEST_CASE("chat: a minimal body and its defaults") {
+  auto r = ok(Json::object());
+  CHECK(r.model == "m");
+  REQUIRE(r.messages.size() == 1);
+  CHECK(r.messages[0].role == "user");
+  CHECK(r.messages[0].content == "hi");
+  CHECK_FALSE(r.messages[0].name.has_value());
+  CHECK_FALSE(r.sampling.max_tokens.has_value());  // up to the context
+  CHECK_FALSE(r.sampling.logprobs.has_value());
+  CHECK(r.sampling.n == 1);
+  CHECK_FALSE(r.stream);
+}
+
+TEST_CASE("chat: malformed JSON and a missing model or messages") {
+  CHECK(err("{\"model\": ").param.empty());
+  CHECK(err(R"({"messages":[{"role":"user","content":"x"}]})").param == "model");
+  CHECK(err(R"({"model":"m"})").param == "messages");
+  CHECK(err(R"({"model":"m","messages":null})").param == "messages");
+  CHECK(messages_err(Json::array()) == "messages");
+  CHECK(messages_err("hi") == "messages");
+}
+
+TEST_CASE("chat: roles") {
+  Json messages = Json::array({{{"role", "developer"}, {"content", "be brief"}},
+                               {{"role", "system"}, {"content", "s"}},
+                               user("u"),
+                               {{"role", "assistant"}, {"content", "a"}, {"name", "bot"}}});
+  auto r = ok({{"messages", messages}});
+  REQUIRE(r.messages.size() == 4);
+  CHECK(r.messages[0].role == "system");
+  CHECK(r.messages[0].content == "be brief");
+  CHECK(r.messages[1].role == "system");
+  CHECK(r.messages[3].role == "assistant");
+  CHECK(r.messages[3].name == "bot");
+
+  CHECK(messages_err(Json::array({user("a"), {{"role", "tool"}, {"content", "x"}}})) == "messages[1].role");
+  CHECK(messages_err(Json::array({user("a"), {{"role", 1}, {"content", "x"}}})) == "messages[1].role");
+  CHECK(messages_err(Json::array({{{"content", "x"}}})) == "messages[0].role");
+  CHECK(messages_err(Json::array({"hi"})) == "messages[0]");
+}
+
+TEST_CASE("chat: content forms") {
+  Json parts = Json::array({{{"type", "text"}, {"text", "one"}}, {{"type", "text"}, {"text", "two"}}});
+  auto r = ok({{"messages", Json::array({user(parts)})}});
+  CHECK(r.messages[0].content == "one\ntwo");
+  CHECK(ok({{"messages", Json::array({user(Json::array())})}}).messages[0].content.empty());
+
+  // An assistant turn may have null or no content; others may not.
+  r = ok({{"messages", Json::array({user("a"), {{"role", "assistant"}, {"content", nullptr}}, user("b")})}});
+  CHECK(r.messages[1].content.empty());
+  ok({{"messages", Json::array({user("a"), {{"role", "assistant"}}})}});
+  CHECK(messages_err(Json::array({user("a"), {{"role", "user"}}})) == "messages[1].content");
+  CHECK(messages_err(Json::array({user("a"), user(nullptr)})) == "messages[1].content");
+  CHECK(messages_err(Json::array({user("a"), user(5)})) == "messages[1].content");
+  CHECK(messages_err(Json::array({user(Json::object())})) == "messages[0].content");
+}
+
+TEST_CASE("chat: content parts other than text name the part's type") {
+  Json image = {{"type", "image_url"}, {"image_url", {{"url", "http://x"}}}};
+  CHECK(messages_err(Json::array({user("a"), user(Json::array({{{"type", "text"}, {"text", "t"}}, image}))})) ==
+        "messages[1].content[1].type");
+  CHECK(messages_err(Json::array({user(Json::array({{{"text", "t"}}}))})) == "messages[0].content[0].type");
+  CHECK(messages_err(Json::array({user(Json::array({{{"type", 3}}}))})) == "messages[0].content[0].type");
+  CHECK(messages_err(Json::array({user(Json::array({{{"type", "text"}}}))})) == "messages[0].content[0].text");
+  CHECK(messages_err(Json::array({user(Json::array({{{"type", "text"}, {"text", 1}}}))})) ==
+        "messages[0].content[0].text");
+  CHECK(messages_err(Json::array({user(Json::array({"plain"}))})) == "messages[0].content[0]");
+  CHECK(messages_err(Json::array({user(Json::array({{{"type", "text"}, {"text", "t"}, {"cache", 1}}}))})) ==
+        "messages[0].content[0].cache");
+}
+
+TEST_CASE("chat: message fields") {
+  CHECK(messages_err(Json::array({{{"role", "user"}, {"content", "x"}, {"name", 1}}})) == "messages[0].name");
+  CHECK(messages_err(Json::array({{{"role", "user"}, {"content", "x"}, {"extra", 1}}})) == "messages[0].extra");
+  // Round-tripped assistant messages: null tool fields pass, real ones do not.
+  ok({{"messages", Json::array({user("a"),
+                                {{"role", "assistant"}, {"content", "b"}, {"tool_calls", nullptr},
+                                 {"refusal", nullptr}, {"function_call", nullptr}, {"audio", nullptr}}})}});
+  CHECK(messages_err(Json::array({{{"role", "assistant"}, {"content", "b"},
+                                   {"tool_calls", Json::array({{{"id", "1"}}})}}})) == "messages[0].tool_calls");
+}
+
+TEST_CASE("chat: max_completion_tokens wins over max_tokens") {
+  CHECK(ok({{"max_tokens", 10}}).sampling.max_tokens == 10);
+  CHECK(ok({{"max_completion_tokens", 20}}).sampling.max_tokens == 20);
+  CHECK(ok({{"max_tokens", 20}, {"max_completion_tokens", 20}}).sampling.max_tokens == 20);
+  CHECK(ok({{"max_tokens", nullptr}, {"max_completion_tokens", 5}}).sampling.max_tokens == 5);
+  CHECK(ok({{"max_tokens", 7}, {"max_completion_tokens", nullptr}}).sampling.max_tokens == 7);
+  CHECK(err_param({{"max_tokens", 10}, {"max_completion_tokens", 20}}) == "max_completion_tokens");
+  CHECK(err_param({{"max_tokens", 0}}) == "max_tokens");
+  CHECK(err_param({{"max_completion_tokens", 0}}) == "max_completion_tokens");
+  CHECK(err_param({{"max_completion_tokens", "5"}}) == "max_completion_tokens");
+}
+
+TEST_CASE("chat: logprobs and top_logprobs") {
+  CHECK(ok({{"logprobs", true}}).sampling.logprobs == 0);
+  CHECK(ok({{"logprobs", true}, {"top_logprobs", 20}}).sampling.logprobs == 20);
+  CHECK_FALSE(ok({{"logprobs", false}}).sampling.logprobs.has_value());
+  CHECK_FALSE(ok({{"logprobs", nullptr}, {"top_logprobs", nullptr}}).sampling.logprobs.has_value());
+  CHECK(err_param({{"top_logprobs", 2}}) == "top_logprobs");
+  CHECK(err_param({{"logprobs", false}, {"top_logprobs", 2}}) == "top_logprobs");
+  CHECK(err_param({{"logprobs", true}, {"top_logprobs", 21}}) == "top_logprobs");
+  CHECK(err_param({{"logprobs", true}, {"top_logprobs", -1}}) == "top_logprobs");
+  CHECK(err_param({{"logprobs", 5}}) == "logprobs");
+}
+
+TEST_CASE("chat: response_format, tools and tool_choice") {
+  ok({{"response_format", {{"type", "text"}}}});
+  ok({{"response_format", nullptr}});
+  CHECK(err_param({{"response_format", {{"type", "json_object"}}}}) == "response_format");
+  CHECK(err_param({{"response_format", {{"type", "json_schema"}, {"json_schema", Json::object()}}}}) ==
+        "response_format");
+  CHECK(err_param({{"response_format", "text"}}) == "response_format");
+  CHECK(err_param({{"response_format", Json::object()}}) == "response_format.type");
+  CHECK(err_param({{"response_format", {{"type", "text"}, {"strict", true}}}}) == "response_format.strict");
+
+  Json tool = {{"type", "function"}, {"function", {{"name", "f"}}}};
+  auto e = err(body_with({{"tools", Json::array({tool})}}));
+  CHECK(e.param == "tools");
+  CHECK(e.message.find("not supported") != std::string::npos);
+  CHECK(err_param({{"tool_choice", "auto"}}) == "tool_choice");
+  CHECK(err_param({{"parallel_tool_calls", true}}) == "parallel_tool_calls");
+  ok({{"tools", nullptr}, {"tool_choice", nullptr}});
+  ok({{"tools", Json::array()}, {"tool_choice", "none"}});
+}
+
+TEST_CASE("chat: the shared fields behave as in completions") {
+  auto r = ok({{"temperature", 0},
+               {"top_p", 0.5},
+               {"n", 3},
+               {"stream", true},
+               {"stream_options", {{"include_usage", true}}},
+               {"stop", Json::array({"x", "y"})},
+               {"seed", 1},
+               {"presence_penalty", 1},
+               {"frequency_penalty", 1},
+               {"logit_bias", {{"3", -1}}},
+               {"user", "u"},
+               {"top_k", 5},
+               {"min_p", 0.1},
+               {"repetition_penalty", 1.2},
+               {"ignore_eos", true},
+               {"priority", 1},
+               {"timeout", 0.5}});
+  CHECK(r.sampling.is_greedy());
+  CHECK(r.sampling.n == 3);
+  CHECK(r.include_usage);
+  CHECK(r.stop.size() == 2);
+  CHECK(r.sampling.logit_bias.at(3) == -1.0f);
+  CHECK(r.timeout_s == 0.5);
+  CHECK(err_param({{"temperature", 3}}) == "temperature");
+  CHECK(err_param({{"stop", Json::array({"a", "b", "c", "d", "e"})}}) == "stop");
+  CHECK(err_param({{"logit_bias", {{"x", 1}}}}) == "logit_bias");
+  CHECK(err_param({{"stream_options", {{"include_usage", true}}}}) == "stream_options");
+  CHECK(err_param({{"n", 200}}) == "n");
+}
+
+TEST_CASE("chat: unknown and completions-only fields are refused by name") {
+  CHECK(err_param({{"prompt", "x"}}) == "prompt");
+  CHECK(err_param({{"echo", true}}) == "echo");
+  CHECK(err_param({{"best_of", 1}}) == "best_of");
+  CHECK(err_param({{"functions", Json::array()}}) == "functions");
+  auto e = err(body_with({{"reasoning_effort", "low"}}));
+  CHECK(e.param == "reasoning_effort");
+  CHECK(e.message.find("reasoning_effort") != std::string::npos);
+}

@@ -1,0 +1,90 @@
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "proto/tokenize.h"
+
+using namespace sluice::proto;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+TokenizeRequest tok_ok(const std::string& body) {
+  auto r = parse_tokenize_request(body);
+  if (auto* e = std::get_if<ApiError>(&r)) FAIL_CHECK("unexpected error: ", e->message);
+  REQUIRE(std::holds_alternative<TokenizeRequest>(r));
+  return std::get<TokenizeRequest>(r);
+}
+
+std::string tok_err(const std::string& body) {
+  auto r = parse_tokenize_request(body);
+  REQUIRE(std::holds_alternative<ApiError>(r));
+  CHECK(std::get<ApiError>(r).status == 400);
+  return std::get<ApiError>(r).param;
+}
+
+std::string detok_err(const std::string& body) {
+  auto r = parse_detokenize_request(body);
+  REQUIRE(std::holds_alternative<ApiError>(r));
+  return std::get<ApiError>(r).param;
+}
+
+}  // namespace
+
+TEST_CASE("tokenize: prompt form, vLLM defaults") {
+  auto r = tok_ok(R"({"model":"m","prompt":"hello"})");
+  CHECK(r.model == "m");
+  CHECK(r.prompt == "hello");
+  CHECK_FALSE(r.is_chat());
+  CHECK(r.add_special_tokens);
+  CHECK_FALSE(r.return_token_strs);
+  r = tok_ok(R"({"prompt":"","add_special_tokens":false,"return_token_strs":true})");
+  CHECK_FALSE(r.model.has_value());
+  CHECK(r.prompt == "");
+  CHECK_FALSE(r.add_special_tokens);
+  CHECK(r.return_token_strs);
+}
+
+TEST_CASE("tokenize: messages form") {
+  auto r = tok_ok(R"({"model":"m","messages":[{"role":"user","content":"hi"}]})");
+  CHECK(r.is_chat());
+  REQUIRE(r.messages.size() == 1);
+  CHECK_FALSE(r.add_special_tokens);  // the template carries them
+  CHECK(r.add_generation_prompt);
+  r = tok_ok(R"({"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":false,"add_special_tokens":true})");
+  CHECK_FALSE(r.add_generation_prompt);
+  CHECK(r.add_special_tokens);
+}
+
+TEST_CASE("tokenize: rejected forms name the field") {
+  CHECK(tok_err(R"({"model":"m"})") == "prompt");
+  CHECK(tok_err(R"({"prompt":"a","messages":[{"role":"user","content":"hi"}]})") == "messages");
+  CHECK(tok_err(R"({"prompt":5})") == "prompt");
+  CHECK(tok_err(R"({"prompt":"a","add_special_tokens":"yes"})") == "add_special_tokens");
+  CHECK(tok_err(R"({"prompt":"a","add_generation_prompt":true})") == "add_generation_prompt");
+  CHECK(tok_err(R"({"prompt":"a","bogus":1})") == "bogus");
+  CHECK(tok_err(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})") ==
+        "messages[0].content[0].type");
+  CHECK(tok_err(R"({"prompt":)").empty());
+}
+
+TEST_CASE("detokenize: request") {
+  auto r = parse_detokenize_request(R"({"model":"m","tokens":[1,2,3]})");
+  REQUIRE(std::holds_alternative<DetokenizeRequest>(r));
+  CHECK(std::get<DetokenizeRequest>(r).tokens == std::vector<int32_t>{1, 2, 3});
+  r = parse_detokenize_request(R"({"tokens":[]})");
+  REQUIRE(std::holds_alternative<DetokenizeRequest>(r));
+  CHECK(detok_err(R"({"model":"m"})") == "tokens");
+  CHECK(detok_err(R"({"tokens":[1,"a"]})") == "tokens");
+  CHECK(detok_err(R"({"tokens":[-1]})") == "tokens");
+  CHECK(detok_err(R"({"tokens":"1 2"})") == "tokens");
+  CHECK(detok_err(R"({"tokens":[1],"prompt":"x"})") == "prompt");
+}
+
+TEST_CASE("tokenize and detokenize responses have vLLM's shapes") {
+  auto got = Json::parse(tokenize_response({1, 2}, 2048).dump());
+  CHECK(got.dump() == Json::parse(R"({"count":2,"max_model_len":2048,"tokens":[1,2]})").dump());
+  std::vector<std::string> strs = {"he", "\xe2\x80"};
+  got = Json::parse(tokenize_response({1, 2}, 2048, &strs).dump());
+  CHECK(got["token_strs"] == Json::parse(R"(["he","bytes:\\xe2\\x80"])"));
+  CHECK(Json::parse(detokenize_response("hello").dump()) == Json::parse(R"({"prompt":"hello"})"));
+}
