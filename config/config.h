@@ -40,6 +40,18 @@ struct Config {
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   bool access_log = true;
 
+  // Engine (per model)
+  uint64_t kv_cache_bytes = 256ull << 20;  // KV pool budget of each model
+  int block_size = 16;                     // tokens per KV block
+  int max_num_seqs = 64;                   // sequences running at once
+  int max_num_batched_tokens = 2048;       // tokens per engine step
+  int max_waiting = 256;                   // queued sequences beyond which requests get 429
+  bool enable_prefix_caching = true;
+  int compute_threads = 0;                 // 0: one per core
+  double request_timeout_s = 600;          // deadline of a request that sets no "timeout"
+  double max_request_timeout_s = 3600;     // largest "timeout" a request may ask for
+  double queue_timeout_s = 60;             // to be admitted by the scheduler
+
   std::vector<ModelConfig> models;
 };
 

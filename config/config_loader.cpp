@@ -184,6 +184,11 @@ Config ConfigOptions::resolve(const Environment& env) const {
     table[i].set_from_text(config, text, table[i].flag);
   }
 
+  if (config.request_timeout_s > config.max_request_timeout_s) {
+    throw ConfigError("config: request_timeout_s: must not exceed max_request_timeout_s (" +
+                      nlohmann::json(config.request_timeout_s).dump() + " > " +
+                      nlohmann::json(config.max_request_timeout_s).dump() + ")");
+  }
   if (config.models.empty()) {
     throw ConfigError(
         "config: models: at least one model is required (--model PATH, SLUICE_MODEL or "

@@ -263,6 +263,28 @@ std::vector<OptionSpec> build_table() {
                                 logging, "trace, debug, info, warn, error or off"));
   table.push_back(bool_option("access_log", &Config::access_log, logging,
                               "Log one line per HTTP request (true/false/1/0/yes/no)"));
+  const std::string engine = "Engine";
+  table.push_back(integer_option("kv_cache_bytes", &Config::kv_cache_bytes, 1 << 16,
+                                 int64_t{1} << 40, "BYTES", engine,
+                                 "KV cache budget of each model"));
+  table.push_back(integer_option("block_size", &Config::block_size, 1, 256, "UINT", engine,
+                                 "Tokens per KV cache block"));
+  table.push_back(integer_option("max_num_seqs", &Config::max_num_seqs, 1, 4096, "UINT", engine,
+                                 "Most sequences running at once per model"));
+  table.push_back(integer_option("max_num_batched_tokens", &Config::max_num_batched_tokens, 1,
+                                 1 << 20, "UINT", engine, "Most tokens in one engine step"));
+  table.push_back(integer_option("max_waiting", &Config::max_waiting, 1, 1 << 20, "UINT", engine,
+                                 "Queued sequences per model beyond which requests get 429"));
+  table.push_back(bool_option("enable_prefix_caching", &Config::enable_prefix_caching, engine,
+                              "Reuse the KV blocks of shared prompt prefixes (true/false)"));
+  table.push_back(integer_option("compute_threads", &Config::compute_threads, 0, 1024, "UINT",
+                                 engine, "Compute threads per model (0: one per core)"));
+  table.push_back(seconds_option("request_timeout_s", &Config::request_timeout_s, 0, true, engine,
+                                 "Deadline of a request that sets no \"timeout\""));
+  table.push_back(seconds_option("max_request_timeout_s", &Config::max_request_timeout_s, 0, true,
+                                 engine, "Largest \"timeout\" a request may ask for"));
+  table.push_back(seconds_option("queue_timeout_s", &Config::queue_timeout_s, 0, true, engine,
+                                 "A request not admitted within this long times out"));
   table.push_back(models_option());
   return table;
 }

@@ -19,6 +19,11 @@ are then allowed to finish, each within --timeout.
   loadgen.py http://127.0.0.1:8080/health --concurrency 8 --requests 5000
   loadgen.py http://127.0.0.1:8080 --path /v1/chat/completions --method POST \\
       --body-file chat.json --header 'Authorization: Bearer KEY' --rate 20 --duration 30
+  loadgen.py http://127.0.0.1:8080 --openai-completions MODEL --max-tokens 64 \\
+      --concurrency 4 --requests 100
+
+--openai-completions MODEL streams POST /v1/completions (openai_stream.py) and adds
+time to first token, inter-token latency and output tokens/s to the report.
 
 It prints requests/s, latency percentiles, status counts, errors and bytes, and with
 --json FILE writes the same as JSON. It exits 2 on bad arguments or a refused
@@ -40,8 +45,15 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
+
+try:
+    import openai_stream
+except ModuleNotFoundError:  # loaded by file path (the tests): find the sibling module
+    sys.path.append(str(Path(__file__).resolve().parent))
+    import openai_stream
 
 
 class TargetError(Exception):
@@ -357,6 +369,8 @@ def format_report(report: dict[str, Any]) -> str:
         ("errors", "  ".join(f"{k}: {v}" for k, v in report["errors"].items()) or "-"),
         ("bytes", f"sent {report['bytes_sent']:,}  received {report['bytes_received']:,}"),
     ]
+    if "stream" in report:
+        rows += openai_stream.format_rows(report["stream"])
     return "\n".join(f"{name:<12}{value}" for name, value in rows)
 
 
@@ -394,6 +408,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="per request, seconds (default 30)")
     p.add_argument("--seed", type=int, help="seed of the Poisson arrivals")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    stream = p.add_argument_group("streaming completions")
+    stream.add_argument("--openai-completions", metavar="MODEL",
+                        help="stream POST /v1/completions for MODEL; report TTFT and ITL")
+    stream.add_argument("--prompt", default=openai_stream.DEFAULT_PROMPT,
+                        help="prompt text for --openai-completions")
+    stream.add_argument("--max-tokens", type=positive(int), default=64,
+                        help="max_tokens for --openai-completions (default 64)")
     return p.parse_args(argv)
 
 
@@ -408,6 +429,15 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if args.body_file:
         with open(args.body_file, "rb") as f:
             body = f.read()
+    streaming = args.openai_completions is not None
+    if streaming:
+        if body:
+            raise ValueError("--openai-completions builds its own body: drop --body/--body-file")
+        body = openai_stream.completions_body(args.openai_completions, args.prompt,
+                                              args.max_tokens)
+        args.method = "POST"
+        if args.path is None and urlsplit(args.url).path in ("", "/"):
+            args.path = "/v1/completions"
     if body and not any(k.lower() == "content-type" for k, _ in headers):
         headers.append(("Content-Type", "application/json"))
     target = parse_target(args.url, args.path)
@@ -420,7 +450,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         request=Request(args.method.upper(), target.path, headers, body),
         concurrency=args.concurrency, rate=args.rate, max_connections=args.max_connections,
         num_requests=num_requests, duration=args.duration or 60.0,
-        timeout=args.timeout, seed=args.seed)
+        timeout=args.timeout, seed=args.seed,
+        on_chunk=openai_stream.on_chunk if streaming else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -432,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     results, elapsed = asyncio.run(run(plan))
     report = summarize(plan, results, elapsed)
+    if plan.on_chunk is openai_stream.on_chunk:
+        report["stream"] = openai_stream.summarize(results, elapsed, percentile)
     print(format_report(report))
     if args.json:
         with open(args.json, "w") as f:

@@ -29,7 +29,8 @@ void Dispatcher::decorate(const Request& request, const std::string& request_id,
 }
 
 asio::awaitable<Dispatched> Dispatcher::dispatch(const Request& request,
-                                                 const std::string& request_id) const {
+                                                 const std::string& request_id,
+                                                 ClientLink* connection) const {
   Dispatched out;
   out.response.version(request.version());
   out.route = "unmatched";
@@ -58,14 +59,29 @@ asio::awaitable<Dispatched> Dispatcher::dispatch(const Request& request,
     out.response.set(http::field::allow, match.allow);
   } else {
     out.route = Router::metrics_label(match);
-    Exchange exchange{request, request_id, std::move(match.params), {}};
+    Exchange exchange{request, request_id, std::move(match.params), {}, connection, {}};
     exchange.response.version(request.version());
+    exchange.decorate = [this, &request, &request_id](Response& response) {
+      decorate(request, request_id, response);
+    };
     std::exception_ptr failure;
     try {
       co_await match.route->handler(exchange);
       out.response = std::move(exchange.response);
     } catch (...) {
       failure = std::current_exception();
+    }
+    if (exchange.response_sent) {
+      // Whatever happened, the client has its headers already: nothing more to send.
+      out.sent = true;
+      out.keep_alive = exchange.keep_alive_after && !failure;
+      out.bytes_sent = exchange.bytes_sent;
+      if (failure) {
+        out.response = Response{};
+        out.response.result(http::status::ok);
+        spdlog::error("request {}: failed after its response began", request_id);
+      }
+      co_return out;
     }
     if (failure) {
       try {

@@ -12,8 +12,11 @@
 namespace sluice::server {
 
 struct Dispatched {
-  Response response;
+  Response response;       // when sent: its header as written (status for the log)
   std::string_view route;  // metrics label: the pattern, or "unmatched"
+  bool sent = false;       // the handler wrote the response itself
+  bool keep_alive = false;  // sent only: the connection may serve another request
+  uint64_t bytes_sent = 0;
 };
 
 class Dispatcher {
@@ -23,7 +26,9 @@ class Dispatcher {
 
   // The response carries X-Request-Id and CORS headers; keep-alive and the
   // payload size are the session's business.
-  asio::awaitable<Dispatched> dispatch(const Request& request, const std::string& request_id) const;
+  // `connection` lets streaming handlers write to the socket; null: they cannot.
+  asio::awaitable<Dispatched> dispatch(const Request& request, const std::string& request_id,
+                                       ClientLink* connection = nullptr) const;
 
   // Headers every response gets, including those the session makes itself (413, 431).
   void decorate(const Request& request, const std::string& request_id, Response& response) const;

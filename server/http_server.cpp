@@ -122,7 +122,14 @@ void HttpServer::on_shutdown_requested() {
   grace_timer_.expires_after(std::chrono::milliseconds(
       static_cast<int64_t>(config_.shutdown_grace_s * 1000.0)));
   grace_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) force_close("grace period over");
+    if (ec) return;
+    if (!grace_hook_) return force_close("grace period over");
+    spdlog::warn("grace period over: ending the requests still in flight");
+    grace_hook_();
+    grace_timer_.expires_after(std::chrono::seconds(1));
+    grace_timer_.async_wait([this](const boost::system::error_code& ec2) {
+      if (!ec2) force_close("grace period over");
+    });
   });
   tracker_.begin_drain([this] {
     // Runs where the last connection closed; timer and signals live on control_.

@@ -8,6 +8,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <functional>
+
 #include "config/config.h"
 #include "server/connection_tracker.h"
 #include "server/dispatcher.h"
@@ -34,6 +36,11 @@ class HttpServer {
   // grace period. A second call (a second signal) closes everything at once.
   void begin_shutdown();
 
+  // Runs on an I/O thread when the grace period ends with requests still in flight;
+  // their connections are closed a second later. The daemon stops its engines here,
+  // so that streams still running end with a finish instead of a cut. Set before run().
+  void on_grace_over(std::function<void()> hook) { grace_hook_ = std::move(hook); }
+
  private:
   asio::awaitable<void> accept_loop();
   void wait_for_signal();
@@ -53,6 +60,7 @@ class HttpServer {
   SessionContext session_ctx_;
   uint16_t port_ = 0;
   bool shutdown_started_ = false;  // on control_
+  std::function<void()> grace_hook_;
 };
 
 }  // namespace sluice::server

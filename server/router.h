@@ -11,9 +11,19 @@
 #include <utility>
 #include <vector>
 
+#include <boost/beast/core/flat_buffer.hpp>
+
 #include "server/http.h"
 
 namespace sluice::server {
+
+// The connection a request arrived on, for handlers that write their own response
+// (SSE streams) or watch for the client leaving. Used only on the connection's strand.
+struct ClientLink {
+  beast::tcp_stream& stream;
+  beast::flat_buffer& buffer;  // the session's read buffer: bytes read here stay for it
+  double write_timeout_s = 60;
+};
 
 // One request and its response as a route handler sees them.
 struct Exchange {
@@ -21,6 +31,17 @@ struct Exchange {
   std::string request_id;
   std::vector<std::pair<std::string, std::string>> params;  // from the pattern, decoded
   Response response;  // the handler fills it; the session adds common headers and sends it
+
+  // Streaming handlers: null in unit tests and other socket-less dispatches.
+  ClientLink* connection = nullptr;
+  // Adds the headers every response gets (request id, CORS) to a response the
+  // handler sends itself.
+  std::function<void(Response&)> decorate;
+  // Set by a handler that wrote the response itself: the session then writes
+  // nothing, and logs and counts `response`'s status with `bytes_sent`.
+  bool response_sent = false;
+  bool keep_alive_after = false;  // the written response ended cleanly and allows reuse
+  uint64_t bytes_sent = 0;
 
   std::string_view param(std::string_view name) const;
 };

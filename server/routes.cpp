@@ -21,7 +21,8 @@ void set_error(Response& response, const proto::ApiError& error) {
 
 }  // namespace
 
-void add_routes(Router& router, const ServiceState& state, const MetricsExposition& metrics) {
+void add_routes(Router& router, const ServiceState& state, const MetricsExposition& metrics,
+                const ModelServices& services) {
   // Liveness: the process answers. Open without an API key, like /metrics and /ready,
   // because probes and scrapers carry none.
   router.add(
@@ -65,7 +66,8 @@ void add_routes(Router& router, const ServiceState& state, const MetricsExpositi
 
   router.add(
       http::verb::get, "/metrics",
-      [&metrics](Exchange& ex) -> asio::awaitable<void> {
+      [&metrics, &services](Exchange& ex) -> asio::awaitable<void> {
+        services.refresh_metrics();
         ex.response.result(http::status::ok);
         ex.response.set(http::field::content_type, MetricsExposition::content_type);
         ex.response.body() = metrics.render();

@@ -1,13 +1,16 @@
 #pragma once
-// The daemon's routes: health, readiness, models, metrics. Later issues add the
-// OpenAI generation routes next to these.
+// The daemon's routes: health, readiness, models, metrics. The generation routes
+// are in routes_generate.h.
 #include "server/http_metrics.h"
+#include "server/model_service.h"
 #include "server/router.h"
 #include "server/service_state.h"
 
 namespace sluice::server {
 
-void add_routes(Router& router, const ServiceState& state, const MetricsExposition& metrics);
+// /metrics refreshes the engine metrics of `services` before rendering.
+void add_routes(Router& router, const ServiceState& state, const MetricsExposition& metrics,
+                const ModelServices& services);
 
 // Sets a JSON body and status on `response`.
 void set_json(Response& response, http::status status, std::string body);

@@ -14,7 +14,9 @@
 #include "server/http_metrics.h"
 #include "server/http_server.h"
 #include "server/middleware.h"
+#include "server/model_service.h"
 #include "server/routes.h"
+#include "server/routes_generate.h"
 #include "server/service_state.h"
 
 namespace sluice::server {
@@ -29,12 +31,15 @@ void setup_logging(const std::string& level) {
 
 namespace {
 
-// Registers every configured model; on failure asks the server to shut down.
-void load_models(const config::Config& config, ServiceState& state, HttpServer& server,
-                 std::atomic<int>& exit_code) {
+// Registers every configured model and starts its engine; on failure asks the
+// server to shut down.
+void load_models(const config::Config& config, ServiceState& state, ModelServices& services,
+                 prometheus::Registry& registry, HttpServer& server, std::atomic<int>& exit_code) {
   for (const auto& model : config.models) {
     try {
-      state.models.add(engine::register_model(model));
+      engine::LoadedModel loaded = engine::register_model(model);
+      services.add(ModelService::load(loaded, config, registry));
+      state.models.add(std::move(loaded));
     } catch (const std::exception& e) {
       spdlog::error("cannot load model: {}", e.what());
       exit_code = 1;
@@ -43,8 +48,7 @@ void load_models(const config::Config& config, ServiceState& state, HttpServer& 
     }
   }
   state.ready = true;
-  spdlog::info("ready: {} model(s) registered; text generation is not built yet, so only "
-               "/health, /ready, /v1/models and /metrics are served",
+  spdlog::info("ready: {} model(s) registered, serving /v1/completions and /v1/chat/completions",
                state.models.size());
 }
 
@@ -60,9 +64,12 @@ int run_serve(const config::Config& config) {
   HttpMetrics http_metrics(registry);
   MetricsExposition exposition(registry);
   ServiceState state;
+  ModelServices services;  // engines: stopped explicitly once HTTP has drained
 
   Router router;
-  add_routes(router, state, exposition);
+  add_routes(router, state, exposition, services);
+  add_generation_routes(router, services, config);
+  add_tokenize_routes(router, services);
   ApiKeyAuth auth(config.api_keys);
   Cors cors(config.cors_origins);
   Dispatcher dispatcher(router, auth, cors);
@@ -77,10 +84,13 @@ int run_serve(const config::Config& config) {
     return 1;
   }
 
+  server.on_grace_over([&services] { services.stop_all(); });
   std::atomic<int> exit_code{0};
-  std::thread loader([&] { load_models(config, state, server, exit_code); });
+  std::thread loader([&] { load_models(config, state, services, registry, server, exit_code); });
   server.run();
   loader.join();
+  // After the drain: requests still running (past the grace period) finish as "abort".
+  services.stop_all();
   spdlog::info("exiting with code {}", exit_code.load());
   return exit_code;
 }

@@ -132,9 +132,16 @@ class Session {
     }
 
     Request request = parser.release();
-    Dispatched dispatched = co_await ctx_.dispatcher.dispatch(request, record.request_id);
+    ClientLink connection{stream_, buffer_, config.write_timeout_s};
+    Dispatched dispatched =
+        co_await ctx_.dispatcher.dispatch(request, record.request_id, &connection);
     record.route = dispatched.route;
     bool keep_alive = request.keep_alive() && !ctx_.tracker.is_draining();
+    if (dispatched.sent) {
+      stream_.expires_never();
+      log_and_count(record, dispatched.response.result_int(), dispatched.bytes_sent, {});
+      co_return keep_alive && dispatched.keep_alive;
+    }
     co_return co_await send(record, dispatched.response, keep_alive);
   }
 
@@ -160,15 +167,19 @@ class Session {
     auto [ec, bytes] = co_await http::async_write(stream_, response, use_nothrow);
     stream_.expires_never();
 
+    log_and_count(record, response.result_int(), response.body().size(), ec);
+    co_return !ec && keep_alive;
+  }
+
+  void log_and_count(const RequestRecord& record, unsigned status, uint64_t bytes,
+                     beast::error_code ec) {
     double seconds = std::chrono::duration<double>(Clock::now() - record.start).count();
-    unsigned status = response.result_int();
     ctx_.metrics.record(record.route, record.method, status, seconds);
     if (ctx_.config.access_log) {
       spdlog::info("{} \"{} {}\" {} {}B {:.2f}ms id={}{}", record.remote, record.method,
-                   record.target, status, response.body().size(), seconds * 1000.0,
-                   record.request_id, ec ? " (write failed: " + ec.message() + ")" : "");
+                   record.target, status, bytes, seconds * 1000.0, record.request_id,
+                   ec ? " (write failed: " + ec.message() + ")" : "");
     }
-    co_return !ec && keep_alive;
   }
 
   ConnectionTracker::Handle connection_;

@@ -23,4 +23,5 @@ def test_default_model_is_listed_from_its_gguf_metadata(smollm2):
     assert 130e6 < model["meta"]["num_parameters"] < 140e6
     assert request(smollm2, "GET", "/health")[0] == 200
     assert request(smollm2, "GET", "/metrics")[0] == 200
-    assert "text generation is not built yet" in smollm2.log
+    assert "text generation is not built yet" not in smollm2.log
+    assert "serving /v1/completions and /v1/chat/completions" in smollm2.log

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,41 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    # A fake /v1/completions stream: TTFT_S to the first chunk, then a chunk of
+    # TOKENS_PER_CHUNK tokens every GAP_S; usage and [DONE] last.
+    TTFT_S, GAP_S, NUM_CHUNKS, TOKENS_PER_CHUNK = 0.05, 0.04, 4, 2
+    bodies = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Handler.bodies.append(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def send(event):
+            data = b"data: " + (event if isinstance(event, bytes) else
+                                json.dumps(event).encode()) + b"\n\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        if body["model"] == "broken":
+            send({"error": {"message": "engine failed", "type": "server_error"}})
+        else:
+            time.sleep(self.TTFT_S)
+            for i in range(self.NUM_CHUNKS):
+                if i:
+                    time.sleep(self.GAP_S)
+                send({"object": "text_completion", "model": body["model"],
+                      "choices": [{"index": 0, "text": f" t{i}a t{i}b", "finish_reason": None}]})
+            tokens = self.NUM_CHUNKS * self.TOKENS_PER_CHUNK
+            send({"object": "text_completion", "choices": [],
+                  "usage": {"prompt_tokens": 5, "completion_tokens": tokens,
+                            "total_tokens": tokens + 5}})
+        send(b"[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+
     def log_message(self, *args):
         pass
 
@@ -70,6 +106,11 @@ def server():
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     httpd.server_close()
+
+
+@pytest.fixture(autouse=True)
+def fresh_bodies():
+    Handler.bodies = []
 
 
 def run_cli(*args, timeout=60):
@@ -144,3 +185,61 @@ def test_non_loopback_target_is_refused_before_sending(url, monkeypatch, capsys)
     assert loadgen.main([url, "--requests", "1"]) == 2
     err = capsys.readouterr().err
     assert url in err and ("loopback" in err or "http://HOST" in err)
+
+
+def test_streaming_completions_report(server, tmp_path):
+    out = tmp_path / "report.json"
+    proc = run_cli(server, "--openai-completions", "tiny", "--prompt", "Once upon",
+                   "--max-tokens", "8", "--concurrency", "2", "--requests", "6",
+                   "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    for row in ("ttft ms", "itl ms", "tok/s"):
+        assert row in proc.stdout
+    assert Handler.bodies[0] == {
+        "model": "tiny", "prompt": "Once upon", "max_tokens": 8, "temperature": 0,
+        "stream": True, "stream_options": {"include_usage": True}}
+    report = json.loads(out.read_text())
+    assert report["method"] == "POST" and report["target"].endswith("/v1/completions")
+    stream = report["stream"]
+    assert stream["complete"] == 6 and stream["errors"] == {}
+    chunks, per_chunk = Handler.NUM_CHUNKS, Handler.TOKENS_PER_CHUNK
+    assert stream["output_tokens"] == 6 * chunks * per_chunk
+    assert stream["output_tokens_per_s"] > 0 and stream["requests_per_s"] > 0
+    ttft, itl = stream["ttft_ms"], stream["itl_ms"]
+    assert ttft["samples"] == 6
+    # Sleeps only lower-bound the times; the upper bounds are generous for a busy CI.
+    assert Handler.TTFT_S * 1000 * 0.9 <= ttft["p50"] <= ttft["p90"] <= ttft["p99"] < 2000
+    # Each gap after the first chunk carries per_chunk tokens: gap / per_chunk apiece.
+    assert itl["samples"] == 6 * (chunks - 1) * per_chunk
+    expected = Handler.GAP_S * 1000 / per_chunk
+    assert expected * 0.5 <= itl["p50"] <= itl["p90"] <= itl["p99"] < 1000
+    assert itl["mean"] >= expected * 0.9
+
+
+def test_streaming_error_event_is_counted(server, tmp_path):
+    out = tmp_path / "report.json"
+    proc = run_cli(server, "--openai-completions", "broken", "--requests", "3",
+                   "--json", str(out))
+    assert proc.returncode == 0, proc.stderr  # answered, but not complete streams
+    stream = json.loads(out.read_text())["stream"]
+    assert stream["complete"] == 0 and stream["errors"] == {"error event": 3}
+    assert stream["ttft_ms"]["samples"] == 0 and stream["output_tokens"] == 0
+
+
+def test_sse_events_split_across_reads():
+    openai_stream = sys.modules["openai_stream"]
+    result = loadgen.Result(start=0.0, status=200)
+    events = (b'data: {"choices":[{"text":"Hi"}]}\r\n\r\n'
+              b'data: {"choices":[{"text":""}]}\n\n'  # no content: not a token
+              b'data: {"choices":[{"text":" there"}]}\n\n'
+              b'data: {"choices":[],"usage":{"completion_tokens":5}}\n\n'
+              b"data: [DONE]\n\n")
+    for i in range(0, len(events), 7):  # pieces that cut events and CRLFs apart
+        openai_stream.on_chunk(result, events[i:i + 7], 1.0 + i / 1000)
+    state = result.extra["stream"]
+    assert len(state.content_times) == 2 and state.done and state.error is None
+    assert state.completion_tokens == 5
+    assert openai_stream.classify(result) is None
+    # 5 tokens over 2 chunks: 3 arrive with the first, 2 with the second.
+    gap = state.content_times[1] - state.content_times[0]
+    assert openai_stream.inter_token_latencies(state) == pytest.approx([gap / 2] * 2)

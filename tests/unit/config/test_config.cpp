@@ -387,6 +387,10 @@ TEST_CASE("config: every key reaches its own field") {
     "max_body_bytes": 4, "max_header_bytes": 2048, "header_timeout_s": 5,
     "body_timeout_s": 6, "idle_timeout_s": 7, "write_timeout_s": 8, "shutdown_grace_s": 9,
     "api_keys": ["k"], "cors_origins": ["*"], "log_level": "off", "access_log": false,
+    "kv_cache_bytes": 1048576, "block_size": 32, "max_num_seqs": 10,
+    "max_num_batched_tokens": 512, "max_waiting": 11, "enable_prefix_caching": false,
+    "compute_threads": 3, "request_timeout_s": 12, "max_request_timeout_s": 13,
+    "queue_timeout_s": 14,
     "models": [{"path": "p.gguf"}]
   })");
   Config c = load({"--config", file.path()});
@@ -399,6 +403,18 @@ TEST_CASE("config: every key reaches its own field") {
   CHECK(c.log_level == "off");
   CHECK_FALSE(c.access_log);
   CHECK(c.models[0].name == "p");
+  CHECK((c.kv_cache_bytes == 1048576 && c.block_size == 32 && c.max_num_seqs == 10));
+  CHECK((c.max_num_batched_tokens == 512 && c.max_waiting == 11 && !c.enable_prefix_caching));
+  CHECK((c.compute_threads == 3 && c.request_timeout_s == 12 && c.max_request_timeout_s == 13));
+  CHECK(c.queue_timeout_s == 14);
+}
+
+TEST_CASE("config: engine keys are validated") {
+  CHECK(contains(error_of(with_model({"--block-size", "0"})), "config: block_size: must be an integer"));
+  CHECK(contains(error_of(with_model({"--max-num-seqs", "x"})), "(from --max-num-seqs)"));
+  CHECK(contains(error_of(with_model({"--queue-timeout-s", "0"})), "queue_timeout_s"));
+  CHECK(contains(error_of(with_model({"--request-timeout-s", "100", "--max-request-timeout-s", "10"})),
+                 "request_timeout_s: must not exceed max_request_timeout_s"));
 }
 
 TEST_CASE("config: describe and environment warnings") {

@@ -163,3 +163,36 @@ TEST_CASE("request ids: a usable client id is kept, anything else replaced") {
   CHECK(make_request_id() != make_request_id());
   CHECK(make_request_id().size() == 36);
 }
+
+TEST_CASE("a handler that sends its own response: headers decorated, nothing left to send") {
+  Fixture f({}, {"*"});
+  f.router.add(http::verb::get, "/stream", [](Exchange& ex) -> asio::awaitable<void> {
+    REQUIRE(ex.decorate);
+    ex.response.result(http::status::ok);
+    ex.decorate(ex.response);  // as SseWriter does before writing the header
+    ex.response_sent = true;
+    ex.keep_alive_after = true;
+    ex.bytes_sent = 42;
+    co_return;
+  });
+  f.router.add(http::verb::get, "/stream-boom", [](Exchange& ex) -> asio::awaitable<void> {
+    ex.response_sent = true;
+    ex.keep_alive_after = true;
+    throw std::runtime_error("after the header");
+    co_return;
+  });
+  Request request = make_request(http::verb::get, "/stream");
+  request.set(http::field::origin, "https://a.example");
+  auto sent = f.run(request);
+  CHECK(sent.sent);
+  CHECK(sent.keep_alive);
+  CHECK(sent.bytes_sent == 42);
+  CHECK(sent.route == "/stream");
+  CHECK(sent.response.result_int() == 200);
+  CHECK(sent.response["X-Request-Id"] == "req-test");
+  CHECK(sent.response[http::field::access_control_allow_origin] != "");
+
+  auto failed = f.run(make_request(http::verb::get, "/stream-boom"));
+  CHECK(failed.sent);
+  CHECK_FALSE(failed.keep_alive);  // the stream broke off: the connection must close
+}

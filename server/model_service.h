@@ -1,0 +1,84 @@
+#pragma once
+// The generation side of one served model: its weights on a CPU backend, its
+// tokenizer and chat template, its Engine and the engine's metrics. ModelServices is
+// the daemon's set of them, filled by the loader thread and read by HTTP threads.
+//
+// A ModelService is immutable after load() apart from its Engine, whose submit(),
+// abort() and stats() any thread may call. stop() is for the shutdown path only.
+#include <prometheus/registry.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/backend.h"
+#include "config/config.h"
+#include "engine/chat/chat_template.h"
+#include "engine/engine.h"
+#include "engine/model_registry.h"
+#include "engine/models/model.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "proto/chat.h"
+#include "server/engine_metrics.h"
+
+namespace sluice::server {
+
+class ModelService {
+ public:
+  // Loads the weights, builds the tokenizer, compiles and validates the chat template
+  // (a template that cannot be rendered fails the load) and starts the engine. Throws
+  // std::exception with a message naming the model and what is wrong.
+  static std::unique_ptr<ModelService> load(const engine::LoadedModel& loaded,
+                                            const config::Config& config,
+                                            prometheus::Registry& registry);
+  ~ModelService();  // stop()
+
+  const std::string& id() const { return id_; }
+  engine::Engine& engine() { return *engine_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  bool has_chat_template() const { return chat_template_.has_value(); }
+
+  // The prompt text of a conversation. Throws chat::TemplateError when the template
+  // rejects it (the caller answers 400); requires has_chat_template().
+  std::string render_chat(const std::vector<proto::ChatMessage>& messages,
+                          bool add_generation_prompt) const;
+
+  // Updates the engine's gauges and counters before /metrics renders.
+  void refresh_metrics();
+
+  // Finishes the requests in flight ("abort") and joins the engine thread.
+  void stop();
+
+ private:
+  ModelService() = default;
+
+  std::string id_;
+  std::unique_ptr<backends::Backend> backend_;
+  std::unique_ptr<engine::Model> model_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  std::optional<chat::ChatTemplate> chat_template_;
+  chat::RenderOptions render_options_;
+  std::unique_ptr<EngineMetrics> metrics_;
+  std::unique_ptr<engine::Engine> engine_;  // declared last: stopped before the rest goes
+};
+
+// Thread-safe: the loader thread adds while HTTP threads look up. Services are never
+// removed before stop_all(), so the pointers handed out stay valid until then.
+class ModelServices {
+ public:
+  void add(std::unique_ptr<ModelService> service);
+  ModelService* find(std::string_view id) const;
+  // The only model, for requests that may leave "model" out; null unless exactly one.
+  ModelService* only() const;
+  void refresh_metrics() const;
+  void stop_all();
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<ModelService>> services_;  // guarded by mutex_
+};
+
+}  // namespace sluice::server

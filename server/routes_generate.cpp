@@ -1,0 +1,415 @@
+// /v1/completions and /v1/chat/completions: parse (proto/), map to engine requests
+// (one per prompt, n choices each), submit, then answer with one JSON body or an SSE
+// stream assembled from the engine's events.
+#include "server/routes_generate.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/chat/template_error.h"
+#include "proto/chat.h"
+#include "proto/completions.h"
+#include "proto/errors.h"
+#include "proto/responses.h"
+#include "proto/sse.h"
+#include "server/sse_writer.h"
+#include "server/stream_watch.h"
+
+namespace sluice::server {
+namespace {
+
+enum class Api { completions, chat };
+
+// One engine request: one prompt and its n choices.
+struct Part {
+  std::shared_ptr<engine::RequestStream> stream;
+  int32_t first_index = 0;  // response choice index of its choice 0
+  int64_t num_prompt_tokens = 0;
+  int64_t num_cached_tokens = 0;
+  std::string echo;  // completions with echo: the prompt text
+};
+
+// What one response choice has gathered so far.
+struct Tally {
+  std::string text;
+  std::vector<proto::TokenLogprob> logprobs;
+  int64_t num_chars_sent = 0;  // streaming: characters already sent (text_offset)
+  int64_t num_tokens = 0;
+  std::optional<std::string> finish_reason;
+  std::string error;
+};
+
+struct Job {
+  Api api = Api::completions;
+  ModelService* model = nullptr;
+  proto::ResponseHeader header;
+  std::vector<Part> parts;
+  std::vector<Tally> choices;
+  bool want_logprobs = false;
+  bool include_usage = false;
+};
+
+void set_error(Response& response, const proto::ApiError& error) {
+  response.result(static_cast<unsigned>(error.status));
+  response.set(http::field::content_type, "application/json");
+  response.body() = proto::error_body(error);
+}
+
+proto::ApiError submit_error(const engine::SubmitResult& result) {
+  switch (result.status) {
+    case engine::SubmitStatus::queue_full:
+      return {429, "The server is busy: " + result.message, "rate_limit_error", "", "queue_full"};
+    case engine::SubmitStatus::shutting_down:
+      return proto::not_ready("Shutting down");
+    default:
+      return proto::invalid_request(result.message, result.param);
+  }
+}
+
+std::vector<proto::TokenLogprob> to_wire(const tokenizer::Tokenizer& tok,
+                                         const std::vector<engine::TokenLogprobs>& in) {
+  std::vector<proto::TokenLogprob> out;
+  out.reserve(in.size());
+  for (const auto& entry : in) {
+    proto::TokenLogprob wire{tok.token_to_piece(entry.token), entry.logprob, {}};
+    for (const auto& alt : entry.top) wire.top_logprobs.push_back({tok.token_to_piece(alt.token), alt.logprob});
+    out.push_back(std::move(wire));
+  }
+  return out;
+}
+
+proto::Usage usage_of(const Job& job) {
+  proto::Usage usage;
+  for (const Part& part : job.parts) {
+    usage.prompt_tokens += static_cast<int32_t>(part.num_prompt_tokens);
+    usage.cached_tokens += static_cast<int32_t>(part.num_cached_tokens);
+  }
+  for (const Tally& choice : job.choices) usage.completion_tokens += static_cast<int32_t>(choice.num_tokens);
+  return usage;
+}
+
+void cancel_all(Job& job) {
+  for (Part& part : job.parts) {
+    part.stream->cancel();
+    job.model->engine().abort(part.stream->request_id());
+  }
+}
+
+// Submits one engine request per prompt; on a refusal, withdraws the ones accepted.
+std::optional<proto::ApiError> submit(Job& job, const proto::GenerationOptions& options,
+                                      std::vector<std::vector<int32_t>> prompts,
+                                      std::vector<std::string> echoes, const config::Config& config) {
+  const auto now = engine::Clock::now();
+  auto after = [&](double seconds) {
+    return now + std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double>(seconds));
+  };
+  const int32_t n = options.sampling.n;
+  job.choices.resize(prompts.size() * static_cast<size_t>(n));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    engine::GenerationRequest request;
+    request.request_id = job.header.id + "-" + std::to_string(i);
+    request.prompt_tokens = std::move(prompts[i]);
+    request.params = options.sampling;
+    request.stop = options.stop;
+    request.priority = options.priority;
+    request.deadline = after(options.timeout_s.value_or(config.request_timeout_s));
+    request.queue_deadline = after(config.queue_timeout_s);
+    const auto num_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
+    engine::SubmitResult result = job.model->engine().submit(std::move(request));
+    if (!result.ok()) {
+      cancel_all(job);
+      job.parts.clear();
+      return submit_error(result);
+    }
+    job.parts.push_back(Part{std::move(result.stream), static_cast<int32_t>(i) * n, num_prompt_tokens, 0,
+                             i < echoes.size() ? std::move(echoes[i]) : std::string()});
+  }
+  return std::nullopt;
+}
+
+// Applies one event to its tally; returns the SSE text it contributes when streaming.
+std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool streaming) {
+  const tokenizer::Tokenizer& tok = job.model->tokenizer();
+  std::string out;
+  if (auto* delta = std::get_if<engine::ChoiceDelta>(&event)) {
+    const int32_t index = part.first_index + delta->index;
+    Tally& tally = job.choices.at(static_cast<size_t>(index));
+    tally.text += delta->text;
+    std::vector<proto::TokenLogprob> logprobs;
+    if (job.want_logprobs) logprobs = to_wire(tok, delta->logprobs);
+    if (!streaming) {
+      tally.logprobs.insert(tally.logprobs.end(), logprobs.begin(), logprobs.end());
+      return out;
+    }
+    if (delta->text.empty() && logprobs.empty()) return out;
+    if (job.api == Api::completions) {
+      proto::CompletionChoice choice{index, delta->text, std::nullopt, tally.num_chars_sent, std::nullopt};
+      if (job.want_logprobs) choice.logprobs = std::move(logprobs);
+      out = proto::sse_event(proto::completion_chunk(job.header, choice, job.include_usage));
+    } else {
+      out = proto::sse_event(proto::chat_content_chunk(job.header, index, delta->text,
+                                                       job.want_logprobs ? &logprobs : nullptr,
+                                                       job.include_usage));
+    }
+    tally.num_chars_sent += proto::num_chars(delta->text);
+    return out;
+  }
+  auto& finish = std::get<engine::ChoiceFinish>(event);
+  const int32_t index = part.first_index + finish.index;
+  Tally& tally = job.choices.at(static_cast<size_t>(index));
+  tally.num_tokens = finish.num_completion_tokens;
+  tally.finish_reason = std::string(finish.finish_reason());
+  tally.error = finish.error;
+  part.num_cached_tokens = std::max(part.num_cached_tokens, finish.num_cached_tokens);
+  if (!streaming || finish.reason == engine::FinishReason::error) return out;
+  if (job.api == Api::completions) {
+    proto::CompletionChoice choice{index, "", std::nullopt, tally.num_chars_sent, tally.finish_reason};
+    if (job.want_logprobs) choice.logprobs = std::vector<proto::TokenLogprob>{};
+    out = proto::sse_event(proto::completion_chunk(job.header, choice, job.include_usage));
+  } else {
+    out = proto::sse_event(proto::chat_finish_chunk(job.header, index, *tally.finish_reason, job.include_usage));
+  }
+  return out;
+}
+
+bool is_done(const Job& job) {
+  for (const Part& part : job.parts) {
+    if (!part.stream->is_done()) return false;
+  }
+  return true;
+}
+
+const Tally* failed_choice(const Job& job) {
+  for (const Tally& choice : job.choices) {
+    if (choice.finish_reason == "error") return &choice;
+  }
+  return nullptr;
+}
+
+asio::awaitable<void> answer_whole(Exchange& ex, Job& job, StreamWatch& watch) {
+  while (!is_done(job) && !watch.is_client_gone()) {
+    for (Part& part : job.parts) {
+      while (auto event = part.stream->try_pop()) apply(job, part, *event, /*streaming=*/false);
+    }
+    if (!is_done(job)) co_await watch.wait();
+  }
+  if (watch.is_client_gone()) {
+    cancel_all(job);
+    set_error(ex.response, {499, "The client closed the request.", "invalid_request_error", "", "client_closed"});
+    co_return;
+  }
+  if (const Tally* failed = failed_choice(job)) {
+    spdlog::error("request {}: generation failed: {}", ex.request_id, failed->error);
+    set_error(ex.response, proto::internal_error(ex.request_id));
+    co_return;
+  }
+  nlohmann::ordered_json body;
+  if (job.api == Api::completions) {
+    std::vector<proto::CompletionChoice> choices;
+    for (size_t i = 0; i < job.choices.size(); ++i) {
+      Tally& tally = job.choices[i];
+      const Part& part = job.parts[i / static_cast<size_t>(job.parts.front().stream->num_choices())];
+      proto::CompletionChoice choice{static_cast<int32_t>(i), part.echo + tally.text, std::nullopt, 0,
+                                     tally.finish_reason};
+      if (job.want_logprobs) choice.logprobs = std::move(tally.logprobs);
+      choices.push_back(std::move(choice));
+    }
+    body = proto::completion_object(job.header, choices, usage_of(job));
+  } else {
+    std::vector<proto::ChatChoice> choices;
+    for (size_t i = 0; i < job.choices.size(); ++i) {
+      Tally& tally = job.choices[i];
+      proto::ChatChoice choice{static_cast<int32_t>(i), tally.text, std::nullopt, tally.finish_reason};
+      if (job.want_logprobs) choice.logprobs = std::move(tally.logprobs);
+      choices.push_back(std::move(choice));
+    }
+    body = proto::chat_completion_object(job.header, choices, usage_of(job));
+  }
+  ex.response.result(http::status::ok);
+  ex.response.set(http::field::content_type, "application/json");
+  ex.response.body() = proto::dump_json(body);
+}
+
+asio::awaitable<void> answer_stream(Exchange& ex, Job& job, StreamWatch& watch) {
+  SseWriter writer(ex);
+  std::string opening;
+  for (size_t i = 0; i < job.choices.size(); ++i) {
+    const auto index = static_cast<int32_t>(i);
+    if (job.api == Api::chat) {
+      opening += proto::sse_event(proto::chat_role_chunk(job.header, index, job.include_usage));
+      continue;
+    }
+    const Part& part = job.parts[i / static_cast<size_t>(job.parts.front().stream->num_choices())];
+    if (part.echo.empty()) continue;
+    proto::CompletionChoice choice{index, part.echo, std::nullopt, 0, std::nullopt};
+    opening += proto::sse_event(proto::completion_chunk(job.header, choice, job.include_usage));
+    job.choices[i].num_chars_sent = proto::num_chars(part.echo);
+  }
+  bool ok = co_await writer.begin();
+  if (ok) ok = co_await writer.send(opening);
+  const Tally* failed = nullptr;
+  while (ok && !is_done(job) && !watch.is_client_gone()) {
+    std::string events;
+    for (Part& part : job.parts) {
+      while (auto event = part.stream->try_pop()) events += apply(job, part, *event, /*streaming=*/true);
+    }
+    ok = co_await writer.send(events);
+    if ((failed = failed_choice(job))) break;
+    if (ok && !is_done(job)) co_await watch.wait();
+  }
+  if (!ok || watch.is_client_gone() || failed) cancel_all(job);
+  if (!ok || watch.is_client_gone()) co_return;  // nobody to tell
+  if (failed) {
+    spdlog::error("request {}: generation failed after the stream began: {}", ex.request_id, failed->error);
+    const std::string error_event = proto::sse_error(proto::internal_error(ex.request_id));
+    co_await writer.send(error_event);
+    co_await writer.end();
+    ex.keep_alive_after = false;
+    co_return;
+  }
+  std::string closing;
+  if (job.include_usage) {
+    closing += proto::sse_event(job.api == Api::completions
+                                    ? proto::completion_usage_chunk(job.header, usage_of(job))
+                                    : proto::chat_usage_chunk(job.header, usage_of(job)));
+  }
+  closing += proto::sse_done();
+  bool sent = co_await writer.send(closing);
+  if (sent) co_await writer.end();
+}
+
+// Everything after parsing, shared by both APIs.
+asio::awaitable<void> generate(Exchange& ex, Job& job, const proto::GenerationOptions& options,
+                               std::vector<std::vector<int32_t>> prompts, std::vector<std::string> echoes,
+                               const config::Config& config) {
+  if (auto error = submit(job, options, std::move(prompts), std::move(echoes), config)) {
+    set_error(ex.response, *error);
+    co_return;
+  }
+  StreamWatch watch(co_await asio::this_coro::executor, ex.connection);
+  for (Part& part : job.parts) watch.attach(*part.stream);
+  std::exception_ptr failure;
+  try {
+    if (options.stream && ex.connection) {
+      co_await answer_stream(ex, job, watch);
+    } else {
+      co_await answer_whole(ex, job, watch);
+    }
+  } catch (...) {
+    failure = std::current_exception();
+    cancel_all(job);
+  }
+  co_await watch.finish();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// The model a request names, or the 404 that says it is unknown.
+ModelService* find_model(Exchange& ex, const ModelServices& services, const std::string& name) {
+  ModelService* model = services.find(name);
+  if (!model) set_error(ex.response, proto::model_not_found(name));
+  return model;
+}
+
+std::optional<proto::ApiError> check_timeout(const proto::GenerationOptions& options,
+                                             const config::Config& config) {
+  if (options.timeout_s && *options.timeout_s > config.max_request_timeout_s) {
+    return proto::invalid_request("'timeout' must be at most " +
+                                      nlohmann::json(config.max_request_timeout_s).dump() + " seconds.",
+                                  "timeout");
+  }
+  return std::nullopt;
+}
+
+asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& services,
+                                         const config::Config& config) {
+  auto parsed = proto::parse_completion_request(ex.request.body());
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
+    set_error(ex.response, *error);
+    co_return;
+  }
+  auto& request = std::get<proto::CompletionRequest>(parsed);
+  if (auto error = check_timeout(request, config)) {
+    set_error(ex.response, *error);
+    co_return;
+  }
+  if (request.echo && request.sampling.logprobs) {
+    set_error(ex.response, proto::invalid_request("'echo' together with 'logprobs' is not supported.", "echo"));
+    co_return;
+  }
+  Job job;
+  job.model = find_model(ex, services, request.model);
+  if (!job.model) co_return;
+  const tokenizer::Tokenizer& tok = job.model->tokenizer();
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> echoes;
+  for (const proto::Prompt& prompt : request.prompts) {
+    if (const auto* text = std::get_if<std::string>(&prompt)) {
+      prompts.push_back(tok.encode(*text, /*add_special=*/true, /*parse_special=*/true));
+      if (request.echo) echoes.push_back(*text);
+    } else {
+      const auto& ids = std::get<std::vector<int32_t>>(prompt);
+      prompts.push_back(ids);
+      if (request.echo) echoes.push_back(tok.decode(ids, /*skip_special=*/false));
+    }
+  }
+  job.api = Api::completions;
+  job.header = {proto::new_completion_id(), proto::unix_now(), request.model};
+  job.want_logprobs = request.sampling.logprobs.has_value();
+  job.include_usage = request.include_usage;
+  co_await generate(ex, job, request, std::move(prompts), std::move(echoes), config);
+}
+
+asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, const config::Config& config) {
+  auto parsed = proto::parse_chat_request(ex.request.body());
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
+    set_error(ex.response, *error);
+    co_return;
+  }
+  auto& request = std::get<proto::ChatRequest>(parsed);
+  if (auto error = check_timeout(request, config)) {
+    set_error(ex.response, *error);
+    co_return;
+  }
+  Job job;
+  job.model = find_model(ex, services, request.model);
+  if (!job.model) co_return;
+  if (!job.model->has_chat_template()) {
+    set_error(ex.response, proto::invalid_request("The model '" + request.model +
+                                                      "' has no chat template; use /v1/completions.",
+                                                  "model"));
+    co_return;
+  }
+  std::string text;
+  try {
+    text = job.model->render_chat(request.messages, /*add_generation_prompt=*/true);
+  } catch (const chat::TemplateError& e) {
+    set_error(ex.response, proto::invalid_request(std::string("The chat template rejected the messages: ") +
+                                                      e.what(), "messages"));
+    co_return;
+  }
+  std::vector<std::vector<int32_t>> prompts;
+  prompts.push_back(job.model->tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/true));
+  job.api = Api::chat;
+  job.header = {proto::new_chat_completion_id(), proto::unix_now(), request.model};
+  job.want_logprobs = request.sampling.logprobs.has_value();
+  job.include_usage = request.include_usage;
+  co_await generate(ex, job, request, std::move(prompts), {}, config);
+}
+
+}  // namespace
+
+void add_generation_routes(Router& router, const ModelServices& services, const config::Config& config) {
+  router.add(http::verb::post, "/v1/completions", [&services, &config](Exchange& ex) {
+    return handle_completions(ex, services, config);
+  });
+  router.add(http::verb::post, "/v1/chat/completions", [&services, &config](Exchange& ex) {
+    return handle_chat(ex, services, config);
+  });
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,104 @@
+// vLLM's /tokenize and /detokenize: the model's own tokenizer (and chat template for
+// "messages") on demand, no engine involved.
+#include <string>
+#include <variant>
+
+#include "engine/chat/template_error.h"
+#include "proto/errors.h"
+#include "proto/sse.h"
+#include "proto/tokenize.h"
+#include "server/routes_generate.h"
+
+namespace sluice::server {
+namespace {
+
+void set_error(Response& response, const proto::ApiError& error) {
+  response.result(static_cast<unsigned>(error.status));
+  response.set(http::field::content_type, "application/json");
+  response.body() = proto::error_body(error);
+}
+
+void set_body(Response& response, const nlohmann::ordered_json& body) {
+  response.result(http::status::ok);
+  response.set(http::field::content_type, "application/json");
+  response.body() = proto::dump_json(body);
+}
+
+// The named model, or the only one when none is named; null after setting the error.
+ModelService* pick_model(Response& response, const ModelServices& services,
+                         const std::optional<std::string>& name) {
+  if (name) {
+    ModelService* model = services.find(*name);
+    if (!model) set_error(response, proto::model_not_found(*name));
+    return model;
+  }
+  ModelService* model = services.only();
+  if (!model) {
+    set_error(response, proto::invalid_request("'model' is required when several models are served.", "model"));
+  }
+  return model;
+}
+
+void tokenize(Exchange& ex, const ModelServices& services) {
+  auto parsed = proto::parse_tokenize_request(ex.request.body());
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) return set_error(ex.response, *error);
+  auto& request = std::get<proto::TokenizeRequest>(parsed);
+  ModelService* model = pick_model(ex.response, services, request.model);
+  if (!model) return;
+  const tokenizer::Tokenizer& tok = model->tokenizer();
+  std::string text;
+  if (request.is_chat()) {
+    if (!model->has_chat_template()) {
+      return set_error(ex.response, proto::invalid_request("The model has no chat template.", "messages"));
+    }
+    try {
+      text = model->render_chat(request.messages, request.add_generation_prompt);
+    } catch (const chat::TemplateError& e) {
+      return set_error(ex.response, proto::invalid_request(
+                                        std::string("The chat template rejected the messages: ") + e.what(),
+                                        "messages"));
+    }
+  } else {
+    text = *request.prompt;
+  }
+  std::vector<int32_t> tokens = tok.encode(text, request.add_special_tokens, /*parse_special=*/true);
+  std::vector<std::string> strs;
+  if (request.return_token_strs) {
+    for (int32_t id : tokens) strs.push_back(tok.token_text(id));
+  }
+  const auto max_model_len = static_cast<int32_t>(model->engine().max_model_len());
+  set_body(ex.response, proto::tokenize_response(tokens, max_model_len, request.return_token_strs ? &strs : nullptr));
+}
+
+void detokenize(Exchange& ex, const ModelServices& services) {
+  auto parsed = proto::parse_detokenize_request(ex.request.body());
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) return set_error(ex.response, *error);
+  auto& request = std::get<proto::DetokenizeRequest>(parsed);
+  ModelService* model = pick_model(ex.response, services, request.model);
+  if (!model) return;
+  const tokenizer::Tokenizer& tok = model->tokenizer();
+  for (size_t i = 0; i < request.tokens.size(); ++i) {
+    const int32_t id = request.tokens[i];
+    if (id < 0 || id >= tok.vocab_size()) {
+      return set_error(ex.response, proto::invalid_request("Token id " + std::to_string(id) +
+                                                               " is outside the vocabulary.",
+                                                           "tokens"));
+    }
+  }
+  set_body(ex.response, proto::detokenize_response(tok.decode(request.tokens, /*skip_special=*/false)));
+}
+
+}  // namespace
+
+void add_tokenize_routes(Router& router, const ModelServices& services) {
+  router.add(http::verb::post, "/tokenize", [&services](Exchange& ex) -> asio::awaitable<void> {
+    tokenize(ex, services);
+    co_return;
+  });
+  router.add(http::verb::post, "/detokenize", [&services](Exchange& ex) -> asio::awaitable<void> {
+    detokenize(ex, services);
+    co_return;
+  });
+}
+
+}  // namespace sluice::server

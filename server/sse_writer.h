@@ -1,0 +1,34 @@
+#pragma once
+// Writes one server-sent-events response on the connection itself: a chunked 200
+// header (text/event-stream, no-cache, plus the headers every response gets), one
+// chunk per event, then the last chunk. Used on the connection's strand by one
+// handler; marks the Exchange as sent, so the session writes nothing after it.
+#include <string>
+
+#include "server/router.h"
+
+namespace sluice::server {
+
+class SseWriter {
+ public:
+  explicit SseWriter(Exchange& ex) : ex_(ex) {}
+
+  // Writes the header. False when the client is gone (nothing more will be written).
+  asio::awaitable<bool> begin();
+  // One chunk holding `events` (already framed, "data: ...\n\n"). False on a write error.
+  asio::awaitable<bool> send(const std::string& events);
+  // The terminating chunk; the connection may then serve another request.
+  asio::awaitable<void> end();
+
+  bool is_broken() const { return is_broken_; }
+
+ private:
+  // `bytes` is a whole chunk frame; a named string, never a temporary (g++ 12 frees
+  // temporaries of a co_await's full-expression too early in some cases).
+  asio::awaitable<bool> write(const std::string& bytes);
+
+  Exchange& ex_;
+  bool is_broken_ = false;
+};
+
+}  // namespace sluice::server
