@@ -81,6 +81,10 @@ ApiError not_ready(std::string message) {
   return {503, std::move(message), "server_error", {}, "not_ready"};
 }
 
+ApiError request_timeout() {
+  return {408, "The request ran past its deadline", "timeout_error", "timeout", "timeout"};
+}
+
 ApiError internal_error(const std::string& request_id) {
   return {500,
           "Internal server error (request id " + request_id + ")",

@@ -26,6 +26,8 @@ ApiError payload_too_large(unsigned long long limit_bytes);
 ApiError header_too_large();
 ApiError too_many_connections();
 ApiError not_ready(std::string message);
+// The request ran past its deadline (the `timeout` field or the server default).
+ApiError request_timeout();
 // A failure on our side: says only the request id, never the exception text.
 ApiError internal_error(const std::string& request_id);
 

@@ -166,7 +166,10 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
   tally.finish_reason = std::string(finish.finish_reason());
   tally.error = finish.error;
   part.num_cached_tokens = std::max(part.num_cached_tokens, finish.num_cached_tokens);
-  if (!streaming || finish.reason == engine::FinishReason::error) return out;
+  // A failed or timed-out choice ends the whole response with an error instead.
+  if (!streaming || finish.reason == engine::FinishReason::error ||
+      finish.reason == engine::FinishReason::timeout)
+    return out;
   if (job.api == Api::completions) {
     proto::CompletionChoice choice{index, "", std::nullopt, tally.num_chars_sent, tally.finish_reason};
     if (job.want_logprobs) choice.logprobs = std::vector<proto::TokenLogprob>{};
@@ -186,9 +189,17 @@ bool is_done(const Job& job) {
 
 const Tally* failed_choice(const Job& job) {
   for (const Tally& choice : job.choices) {
-    if (choice.finish_reason == "error") return &choice;
+    if (choice.finish_reason == "error" || choice.finish_reason == "timeout") return &choice;
   }
   return nullptr;
+}
+
+// What the client is told about a failed choice: a deadline is the client's (or the
+// server's) limit and says so; anything else names only the request id.
+proto::ApiError failure_error(const Tally& failed, const std::string& request_id) {
+  if (failed.finish_reason == "timeout") return proto::request_timeout();
+  spdlog::error("request {}: generation failed: {}", request_id, failed.error);
+  return proto::internal_error(request_id);
 }
 
 asio::awaitable<void> answer_whole(Exchange& ex, Job& job, StreamWatch& watch) {
@@ -204,8 +215,7 @@ asio::awaitable<void> answer_whole(Exchange& ex, Job& job, StreamWatch& watch) {
     co_return;
   }
   if (const Tally* failed = failed_choice(job)) {
-    spdlog::error("request {}: generation failed: {}", ex.request_id, failed->error);
-    set_error(ex.response, proto::internal_error(ex.request_id));
+    set_error(ex.response, failure_error(*failed, ex.request_id));
     co_return;
   }
   nlohmann::ordered_json body;
@@ -265,8 +275,7 @@ asio::awaitable<void> answer_stream(Exchange& ex, Job& job, StreamWatch& watch) 
   if (!ok || watch.is_client_gone() || failed) cancel_all(job);
   if (!ok || watch.is_client_gone()) co_return;  // nobody to tell
   if (failed) {
-    spdlog::error("request {}: generation failed after the stream began: {}", ex.request_id, failed->error);
-    const std::string error_event = proto::sse_error(proto::internal_error(ex.request_id));
+    const std::string error_event = proto::sse_error(failure_error(*failed, ex.request_id));
     co_await writer.send(error_event);
     co_await writer.end();
     ex.keep_alive_after = false;

@@ -146,7 +146,7 @@ def test_seeded_sampling_is_reproducible(tiny):
 
 
 def test_concurrent_streams_equal_their_solo_text(tiny):
-    prompts = [f"prompt number {i} says" for i in range(8)]
+    prompts = [f"prompt number {i} says" for i in range(16)]
     solo = [post_json(tiny, "/v1/completions", greedy(p, 24))["choices"][0]["text"] for p in prompts]
 
     def streamed(prompt):
@@ -154,8 +154,29 @@ def test_concurrent_streams_equal_their_solo_text(tiny):
         assert events[-1] == "[DONE]"
         return "".join(json.loads(e)["choices"][0]["text"] for e in events[:-1])
 
-    with ThreadPoolExecutor(8) as pool:
+    with ThreadPoolExecutor(16) as pool:
         assert list(pool.map(streamed, prompts)) == solo
+
+
+def metric_total(daemon, name):
+    status, _, raw = request(daemon, "GET", "/metrics")
+    assert status == 200
+    return sum(value for (metric_name, labels), value in parse_metrics(raw.decode()).items()
+               if metric_name == name and ("model_name", "tiny") in labels)
+
+
+def test_prefix_cache_hit_is_counted_and_gives_the_same_text(tiny):
+    prompt = "A shared system prompt that is long enough to fill several KV blocks. " * 2
+    hits_before = metric_total(tiny, "sluice_prefix_cache_hits_total")
+    first = post_json(tiny, "/v1/completions", greedy(prompt, 16))
+    second = post_json(tiny, "/v1/completions", greedy(prompt, 16))
+    assert second["choices"][0]["text"] == first["choices"][0]["text"]
+    assert second["usage"]["prompt_tokens_details"]["cached_tokens"] >= 16
+    # The engine publishes its counters once per step: give it a moment.
+    deadline = time.monotonic() + 5
+    while metric_total(tiny, "sluice_prefix_cache_hits_total") < hits_before + 16:
+        assert time.monotonic() < deadline, "prefix cache hits never showed in /metrics"
+        time.sleep(0.05)
 
 
 # ---- errors ------------------------------------------------------------------
@@ -349,3 +370,16 @@ def test_a_full_queue_answers_429(start_daemon):
     for status, _, raw in results:
         if status == 429:
             assert assert_openai_error(raw)["code"] == "queue_full"
+
+
+def test_a_request_past_its_deadline_ends_with_an_error(smol):
+    body = {"model": SMOL, "prompt": "Once upon a time", "max_tokens": 400, "ignore_eos": True,
+            "temperature": 0, "timeout": 0.5}
+    status, _, raw = post(smol, "/v1/completions", body)
+    assert status == 408
+    assert_openai_error(raw, code="timeout")
+
+    _, events = stream_events(smol, "/v1/completions", {**body, "stream": True})
+    assert "[DONE]" not in events
+    error = json.loads(events[-1])["error"]
+    assert error["code"] == "timeout"
