@@ -7,6 +7,7 @@
 // abort() and stats() any thread may call. stop() is for the shutdown path only.
 #include <prometheus/registry.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -75,8 +76,13 @@ class ModelServices {
   ModelService* only() const;
   void refresh_metrics() const;
   void stop_all();
+  // Set once every configured model is in: until then an unknown model may still
+  // be loading (503), afterwards it does not exist (404).
+  void mark_all_loaded() { all_loaded_ = true; }
+  bool all_loaded() const { return all_loaded_; }
 
  private:
+  std::atomic<bool> all_loaded_{false};
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<ModelService>> services_;  // guarded by mutex_
 };

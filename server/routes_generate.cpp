@@ -317,10 +317,14 @@ asio::awaitable<void> generate(Exchange& ex, Job& job, const proto::GenerationOp
   if (failure) std::rethrow_exception(failure);
 }
 
-// The model a request names, or the 404 that says it is unknown.
+// The model a request names, or the error: 503 while models are still loading,
+// 404 once they are all in.
 ModelService* find_model(Exchange& ex, const ModelServices& services, const std::string& name) {
   ModelService* model = services.find(name);
-  if (!model) set_error(ex.response, proto::model_not_found(name));
+  if (!model) {
+    set_error(ex.response, services.all_loaded() ? proto::model_not_found(name)
+                                                 : proto::not_ready("Models are still loading"));
+  }
   return model;
 }
 

@@ -47,6 +47,7 @@ void load_models(const config::Config& config, ServiceState& state, ModelService
       return;
     }
   }
+  services.mark_all_loaded();
   state.ready = true;
   spdlog::info("ready: {} model(s) registered, serving /v1/completions and /v1/chat/completions",
                state.models.size());
