@@ -383,3 +383,39 @@ def test_a_request_past_its_deadline_ends_with_an_error(smol):
     assert "[DONE]" not in events
     error = json.loads(events[-1])["error"]
     assert error["code"] == "timeout"
+
+
+def test_engine_metrics_match_the_request_made(tiny):
+    names = ["sluice_prompt_tokens_total", "sluice_generation_tokens_total",
+             "sluice_time_to_first_token_seconds_count", "sluice_e2e_request_latency_seconds_count",
+             "sluice_request_prompt_tokens_sum", "sluice_request_generation_tokens_sum"]
+    before = {name: metric_total(tiny, name) for name in names}
+    length_before = metric_total_labelled(tiny, "sluice_request_success_total", "length")
+    usage = post_json(tiny, "/v1/completions", greedy("count me exactly", 9, ignore_eos=True))["usage"]
+    expected = {
+        "sluice_prompt_tokens_total": usage["prompt_tokens"],
+        "sluice_generation_tokens_total": usage["completion_tokens"],
+        "sluice_time_to_first_token_seconds_count": 1,
+        "sluice_e2e_request_latency_seconds_count": 1,
+        "sluice_request_prompt_tokens_sum": usage["prompt_tokens"],
+        "sluice_request_generation_tokens_sum": usage["completion_tokens"],
+    }
+    # Counters are published once per engine step and histograms when the request
+    # ends, a moment after its response is written: poll briefly.
+    deadline = time.monotonic() + 5
+    while True:
+        after = {name: metric_total(tiny, name) - before[name] for name in names}
+        length = metric_total_labelled(tiny, "sluice_request_success_total", "length") - length_before
+        if (after == expected and length == 1) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert after == expected
+    assert length == 1
+
+
+def metric_total_labelled(daemon, name, reason):
+    status, _, raw = request(daemon, "GET", "/metrics")
+    assert status == 200
+    return sum(value for (metric_name, labels), value in parse_metrics(raw.decode()).items()
+               if metric_name == name and ("model_name", "tiny") in labels
+               and ("finished_reason", reason) in labels)
