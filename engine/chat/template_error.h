@@ -20,11 +20,10 @@ class TemplateError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The source does not parse, or uses something this interpreter does not have.
-// what(): "line L, column C: <reason>".
-class TemplateSyntaxError : public TemplateError {
+// An error at a place in the template source. what(): "line L, column C: <reason>".
+class PositionedTemplateError : public TemplateError {
  public:
-  TemplateSyntaxError(SourcePos pos, const std::string& reason)
+  PositionedTemplateError(SourcePos pos, const std::string& reason)
       : TemplateError("line " + std::to_string(pos.line) + ", column " + std::to_string(pos.column) + ": " +
                       reason),
         pos_(pos),
@@ -37,21 +36,16 @@ class TemplateSyntaxError : public TemplateError {
   std::string reason_;
 };
 
-// Rendering failed: a type error, an undefined value used, a limit reached.
-// what(): "line L, column C: <reason>".
-class TemplateRenderError : public TemplateError {
+// The source does not parse, or uses something this interpreter does not have.
+class TemplateSyntaxError : public PositionedTemplateError {
  public:
-  TemplateRenderError(SourcePos pos, const std::string& reason)
-      : TemplateError("line " + std::to_string(pos.line) + ", column " + std::to_string(pos.column) + ": " +
-                      reason),
-        pos_(pos),
-        reason_(reason) {}
-  SourcePos pos() const { return pos_; }
-  const std::string& reason() const { return reason_; }
+  using PositionedTemplateError::PositionedTemplateError;
+};
 
- private:
-  SourcePos pos_;
-  std::string reason_;
+// Rendering failed: a type error, an undefined value used, a limit reached.
+class TemplateRenderError : public PositionedTemplateError {
+ public:
+  using PositionedTemplateError::PositionedTemplateError;
 };
 
 // The template called raise_exception(message): it refuses this conversation (for
