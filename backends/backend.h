@@ -15,6 +15,7 @@
 //     for all of them. A backend is used by one thread at a time (the engine
 //     thread of its model); its compute threads live inside it.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -63,6 +64,35 @@ struct KvLayer {
   Tensor v;
 };
 
+// Sampling on the device (Backend::sample): one row's settings, with the logit
+// processors that depend on the request's history already resolved on the host.
+struct LogitAdjust {
+  int32_t token = 0;
+  float bias = 0.0f;        // added first (logit_bias)
+  float repetition = 1.0f;  // then, != 1: positive logits divided by it, others multiplied
+  float subtract = 0.0f;    // then subtracted (frequency * count + presence)
+};
+
+struct RowSampling {
+  float temperature = 1.0f;  // < 1e-5: greedy (argmax, lowest id on ties)
+  int32_t top_k = 0;         // <= 0: off
+  float top_p = 1.0f;        // >= 1: off
+  float min_p = 0.0f;        // <= 0: off
+  double uniform = 0.0;      // the row's one draw in [0, 1) from its host-side random stream
+  int32_t num_logprobs = 0;  // alternatives wanted, 0..kMaxSampledLogprobs
+  std::span<const LogitAdjust> adjust;  // distinct tokens
+};
+
+inline constexpr int kMaxSampledLogprobs = 20;
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.0f;  // of `token` under log_softmax of the RAW logits
+  int32_t num_top = 0;
+  int32_t top_tokens[kMaxSampledLogprobs] = {};  // best first, lower id on ties (raw logits)
+  float top_logprobs[kMaxSampledLogprobs] = {};
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -81,6 +111,9 @@ class Backend {
   virtual void upload(const Tensor& dst, std::span<const std::byte> src) = 0;
   virtual void download(const Tensor& src, std::span<std::byte> dst) = 0;
   virtual void fill_zero(const Tensor& dst) = 0;
+  // dst = src, same dtype and shape, both on this backend (benchmarks measure the
+  // device's copy bandwidth with it).
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
   virtual void synchronize() = 0;
 
   // Whether matmul() takes weights of this dtype.
@@ -106,7 +139,8 @@ class Backend {
   virtual void scale(const Tensor& x, float s, const Tensor& out) = 0;
   // Row-wise softmax over the last dim. out may alias x.
   virtual void softmax(const Tensor& x, const Tensor& out) = 0;
-  // Stores k[t], v[t] at slot slots[t] = block * block_size + offset of `cache`.
+  // Stores k[t], v[t] at slot slots[t] = block * block_size + offset of `cache`;
+  // a negative slot skips its row (padding rows of a recorded step, below).
   // k, v [T, kv_heads, head_dim]; slots [T]
   virtual void write_kv(const Tensor& k, const Tensor& v, const KvLayer& cache, const Tensor& slots) = 0;
   // Causal attention of each sequence's queries over its cached keys/values
@@ -114,6 +148,48 @@ class Backend {
   // q, out [T, heads, head_dim]
   virtual void attention(const Tensor& q, const KvLayer& cache, std::span<const SequenceSlice> sequences,
                          const AttentionParams& params, const Tensor& out) = 0;
+
+  // --- fused ops ------------------------------------------------------------------
+  // Each default composes the ops above, so a backend without a fused kernel gives
+  // the same result; a GPU backend overrides them to read activations once.
+  // hidden += branch, then normed = rms_norm(hidden) * weight.  hidden, branch, normed [R, d]
+  virtual void add_rms_norm(const Tensor& hidden, const Tensor& branch, const Tensor& weight, float eps,
+                            const Tensor& normed);
+  // out = act(x · w_gateᵀ) * (x · w_upᵀ), act = gelu_tanh when `gelu` else silu.
+  // x [T, in]; w_gate, w_up [f, in]; out, scratch [T, f] (the default's `up`).
+  virtual void gated_mlp(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, bool gelu,
+                         const Tensor& scratch, const Tensor& out);
+  // rope(q), rope(k), then write_kv(k, v): the rotated k goes to the cache (and back
+  // into k). q [T, heads, hd]; k, v [T, kv_heads, hd]; positions, slots [T].
+  virtual void rope_write_kv(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                             const RopeParams& rope, const KvLayer& cache, const Tensor& slots);
+
+  // --- step structure --------------------------------------------------------------
+  // Called once per forward pass before its first op, with the step's sequences
+  // (rows beyond them, up to num_rows, are padding). A GPU backend uploads the
+  // attention metadata here, so attention() reads it from device memory.
+  virtual void begin_step(std::span<const SequenceSlice> sequences, int64_t num_rows);
+  // Recorded steps (CUDA graphs): for a decode-only step of num_tokens rows, the
+  // number of rows the backend records such steps at (a bucket >= num_tokens; the
+  // caller pads up to it), or 0 when it does not record. The default records nothing.
+  virtual int64_t recorded_step_rows(int64_t num_tokens) const;
+  // Runs `ops`. A recording backend captures them the first time for `key` and
+  // replays the capture afterwards, so `ops` must be the same op sequence on the
+  // same tensors for a key and take every per-step value from device memory
+  // (uploaded before the call, and begin_step's metadata), never from the host.
+  virtual void run_recorded(int64_t key, const std::function<void()>& ops);
+  // Drops every recording (the tensors they captured moved, e.g. a workspace grew).
+  virtual void forget_recordings();
+
+  // --- sampling on the device ------------------------------------------------------
+  // Whether sample() is implemented; when not, the engine downloads the logits and
+  // samples on the host.
+  virtual bool supports_sampling() const;
+  // Draws one token per row of logits [R, vocab] F32 (raw model output, left on the
+  // device by the step): processors (adjust, temperature, top_k, top_p, min_p) as
+  // the host sampler orders them, then an inverse-CDF draw with rows[r].uniform
+  // over the kept tokens in id order. Only out[] comes back to the host.
+  virtual void sample(const Tensor& logits, std::span<const RowSampling> rows, std::span<SampledToken> out);
 };
 
 // The CPU backend with `num_threads` compute threads (0: one per core).

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/errors.h"
 #include "engine/engine_internal.h"
 
 namespace sluice::engine {
@@ -46,7 +47,18 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
     max_model_len_ = kv_tokens;
   }
 
-  runner_ = std::make_unique<ModelRunner>(model_, num_blocks_, config_.block_size, config_.kv_dtype);
+  try {
+    runner_ = std::make_unique<ModelRunner>(model_, num_blocks_, config_.block_size, config_.kv_dtype);
+  } catch (const backends::OutOfMemoryError& e) {
+    // The partial cache is freed by now, so free memory is what a smaller pool gets.
+    const uint64_t free_bytes = model_.backend().memory_info().free_bytes;
+    const uint64_t fit = free_bytes / per_block * 9 / 10;  // leave room for activations
+    throw std::runtime_error(fmt::format(
+        "engine {}: the KV cache of {} blocks ({:.1f} MiB) does not fit on {} ({}); about {} blocks ({} tokens) "
+        "would fit: set kv_cache_bytes to at most {}",
+        config_.model_name, num_blocks_, static_cast<double>(kv_bytes_) / (1 << 20), model_.backend().name(),
+        e.what(), fit, fit * static_cast<uint64_t>(config_.block_size), fit * per_block));
+  }
   SchedulerConfig sc;
   sc.max_num_batched_tokens = config_.max_num_batched_tokens;
   sc.max_num_seqs = config_.max_num_seqs;

@@ -105,6 +105,8 @@ class Engine {
   void admit(InboxItem item);
   void check_cancellations();
   void run_step(ScheduledStep& step);
+  void sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results);
+  void sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results);
   void postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
                    Clock::time_point now);
   void finish_choice(ActiveRequest& request, ChoiceState& choice, FinishReason reason, std::string error = {},
@@ -129,6 +131,9 @@ class Engine {
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Sampler> sampler_;
+  std::vector<backends::RowSampling> device_rows_;     // sample_on_device's reused buffers
+  std::vector<backends::LogitAdjust> device_adjust_;
+  std::vector<backends::SampledToken> device_tokens_;
   std::unordered_map<std::string, std::unique_ptr<ActiveRequest>> active_;
   std::vector<ActiveRequest*> dirty_;  // requests with a delta to push this step
 

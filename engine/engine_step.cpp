@@ -57,22 +57,53 @@ void Engine::check_cancellations() {
       abort_request(*request, FinishReason::abort, "cancelled by the client");
 }
 
-void Engine::run_step(ScheduledStep& step) {
+void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results) {
   const std::span<const float> logits = runner_->run(step);
   const auto vocab = static_cast<size_t>(runner_->vocab_size());
-  std::vector<int32_t> sampled;
-  std::vector<SampleResult> results;
-  sampled.reserve(static_cast<size_t>(step.num_sampling));
-  results.reserve(static_cast<size_t>(step.num_sampling));
   size_t row = 0;
   for (const ScheduledSequence& scheduled : step.seqs) {
     if (!scheduled.samples) continue;
     Sequence& seq = *scheduled.seq;
     results.push_back(sampler_->sample(logits.subspan(row * vocab, vocab), seq.params(), seq.prompt_tokens(),
                                        seq.output_tokens(), seq.rng()));
-    sampled.push_back(results.back().token);
     ++row;
   }
+}
+
+// The logits stay on the device; the host resolves each row's history-dependent
+// processors and random draw first, and gets back only the chosen tokens.
+void Engine::sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results) {
+  device_rows_.clear();
+  device_adjust_.clear();
+  std::vector<std::pair<size_t, size_t>> ranges;  // each row's entries in device_adjust_
+  for (const ScheduledSequence& scheduled : step.seqs) {
+    if (!scheduled.samples) continue;
+    Sequence& seq = *scheduled.seq;
+    const size_t first = device_adjust_.size();
+    device_rows_.push_back(
+        sampler_->device_row(seq.params(), seq.prompt_tokens(), seq.output_tokens(), seq.rng(), device_adjust_));
+    ranges.emplace_back(first, device_adjust_.size() - first);
+  }
+  for (size_t i = 0; i < device_rows_.size(); ++i)
+    device_rows_[i].adjust = std::span(device_adjust_).subspan(ranges[i].first, ranges[i].second);
+  device_tokens_.resize(device_rows_.size());
+  runner_->run_and_sample(step, device_rows_, device_tokens_);
+  size_t row = 0;
+  for (const ScheduledSequence& scheduled : step.seqs)
+    if (scheduled.samples) results.push_back(Sampler::from_device(device_tokens_[row++], scheduled.seq->params()));
+}
+
+void Engine::run_step(ScheduledStep& step) {
+  std::vector<SampleResult> results;
+  results.reserve(static_cast<size_t>(step.num_sampling));
+  if (runner_->samples_on_device()) {
+    sample_on_device(step, results);
+  } else {
+    sample_on_host(step, results);
+  }
+  std::vector<int32_t> sampled;
+  sampled.reserve(results.size());
+  for (const SampleResult& result : results) sampled.push_back(result.token);
   (void)scheduler_->update(step, sampled);  // appends the tokens; finishes on length
   const Clock::time_point now = Clock::now();
   size_t next = 0;

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/backend_factory.h"
+
 namespace sluice::engine {
 namespace {
 
@@ -33,23 +35,15 @@ constexpr std::pair<uint32_t, std::string_view> kFileTypeNames[] = {
 // Set by llama.cpp when it guessed the file type instead of being told.
 constexpr uint64_t kFileTypeGuessedFlag = 1024;
 
+// The backend this model will run on: cpu, or cuda:N when configured (or `auto`
+// finds a GPU). Refused here, before any weight is read, when this build or this
+// machine cannot provide it.
 std::string resolve_backend(const config::ModelConfig& config) {
-  const std::string& backend = config.backend;
-  if (backend == "auto" || backend == "cpu") return "cpu";
-  const bool is_cuda_index =
-      backend.size() > 5 && backend.compare(0, 5, "cuda:") == 0 &&
-      std::all_of(backend.begin() + 5, backend.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (backend == "cuda" || is_cuda_index) {
-#ifdef SLUICE_CUDA
-    return backend;
-#else
-    throw LoadError(config.path, "backend '" + backend +
-                                     "': this build has no CUDA backend yet (rebuild with "
-                                     "-DSLUICE_CUDA=ON once the CUDA backend exists)");
-#endif
+  try {
+    return backends::resolve_backend(config.backend).name();
+  } catch (const std::invalid_argument& e) {
+    throw LoadError(config.path, e.what());
   }
-  throw LoadError(config.path, "invalid backend '" + backend +
-                                   "' (expected auto, cpu, cuda or cuda:N)");
 }
 
 std::string default_model_id(const std::string& path) {

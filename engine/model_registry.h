@@ -20,7 +20,7 @@ struct ModelInfo {
   std::string path;                // as configured
   std::string architecture;        // general.architecture: llama | qwen3 | gemma3
   std::string display_name;        // general.name, or ""
-  std::string backend;             // resolved: "cpu"
+  std::string backend;             // resolved: "cpu" or "cuda:N"
   int64_t context_length = 0;      // served
   int64_t trained_context_length = 0;
   std::string file_type;           // "Q4_1", from general.file_type or the weights

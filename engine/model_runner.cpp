@@ -11,7 +11,7 @@ ModelRunner::ModelRunner(Model& model, int64_t num_blocks, int64_t block_size, b
                                                      .dtype = kv_dtype})),
       vocab_size_(model.hparams().vocab_size) {}
 
-std::span<const float> ModelRunner::run(const ScheduledStep& step) {
+StepBatch ModelRunner::prepare(const ScheduledStep& step) {
   SLUICE_CHECK(!step.empty(), "run needs a non-empty step");
   const size_t num_tokens = step.token_ids.size();
   slots_.resize(num_tokens);
@@ -31,14 +31,33 @@ std::span<const float> ModelRunner::run(const ScheduledStep& step) {
       logit_rows_.push_back(static_cast<int32_t>(scheduled.query_start + scheduled.num_new_tokens - 1));
   }
   SLUICE_CHECK(logit_rows_.size() == static_cast<size_t>(step.num_sampling), "sampling rows disagree with the step");
+  return StepBatch{.token_ids = step.token_ids,
+                   .positions = step.positions,
+                   .kv_slots = slots_,
+                   .sequences = slices_,
+                   .logit_rows = logit_rows_};
+}
+
+std::span<const float> ModelRunner::run(const ScheduledStep& step) {
+  const StepBatch batch = prepare(step);
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_size_));
-  model_.forward(StepBatch{.token_ids = step.token_ids,
-                           .positions = step.positions,
-                           .kv_slots = slots_,
-                           .sequences = slices_,
-                           .logit_rows = logit_rows_},
-                 *cache_, logits_);
+  model_.forward(batch, *cache_, logits_);
   return logits_;
+}
+
+bool ModelRunner::samples_on_device() const {
+  return model_.backend().supports_sampling() && model_.hparams().final_softcap <= 0.0f;
+}
+
+void ModelRunner::run_and_sample(const ScheduledStep& step, std::span<const backends::RowSampling> rows,
+                                 std::span<backends::SampledToken> out) {
+  SLUICE_CHECK(samples_on_device(), "run_and_sample: the backend does not sample");
+  const StepBatch batch = prepare(step);
+  SLUICE_CHECK(rows.size() == logit_rows_.size() && out.size() == rows.size(),
+               "run_and_sample: one sampling row per sampling sequence");
+  const backends::Tensor logits = model_.forward_on_device(batch, *cache_);
+  if (!rows.empty()) model_.backend().sample(logits, rows, out);
+  model_.backend().synchronize();
 }
 
 }  // namespace sluice::engine

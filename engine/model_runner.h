@@ -25,11 +25,21 @@ class ModelRunner {
   // Logits [step.num_sampling, vocab_size] (row-major), valid until the next run().
   std::span<const float> run(const ScheduledStep& step);
 
+  // Whether the backend samples on the device (then only the chosen tokens and
+  // their log-probabilities come back, not the logits).
+  bool samples_on_device() const;
+  // Runs the step and samples one token per sampling sequence on the device, in
+  // step order. Requires samples_on_device().
+  void run_and_sample(const ScheduledStep& step, std::span<const backends::RowSampling> rows,
+                      std::span<backends::SampledToken> out);
+
   int64_t vocab_size() const { return vocab_size_; }
   const KvCache& kv_cache() const { return *cache_; }
   Model& model() { return model_; }
 
  private:
+  StepBatch prepare(const ScheduledStep& step);
+
   Model& model_;
   std::unique_ptr<KvCache> cache_;
   int64_t vocab_size_ = 0;

@@ -248,6 +248,61 @@ void Sampler::top_logprobs(std::span<const float> raw, int32_t n, double log_z,
   }
 }
 
+backends::RowSampling Sampler::device_row(const SamplingParams& params, std::span<const int32_t> history_prompt,
+                                         std::span<const int32_t> history_output, Rng& rng,
+                                         std::vector<backends::LogitAdjust>& adjust) {
+  if (adjust_index_.empty()) adjust_index_.assign(static_cast<size_t>(vocab_size_), -1);
+  const size_t first = adjust.size();
+  const auto entry = [&](int32_t token) -> backends::LogitAdjust& {
+    int32_t& index = adjust_index_[static_cast<size_t>(token)];
+    if (index < 0) {
+      index = static_cast<int32_t>(adjust.size() - first);
+      adjust.push_back({.token = token});
+    }
+    return adjust[first + static_cast<size_t>(index)];
+  };
+  const auto in_vocab = [&](int32_t t) { return t >= 0 && t < vocab_size_; };
+  for (const auto& [token, value] : params.logit_bias)
+    if (in_vocab(token)) entry(token).bias += value;
+  const float r = params.repetition_penalty;
+  if (r != 1.0f && r > 0.0f)
+    for (auto history : {history_prompt, history_output})
+      for (int32_t t : history)
+        if (in_vocab(t)) entry(t).repetition = r;
+  const float freq = params.frequency_penalty;
+  const float presence = params.presence_penalty;
+  if (freq != 0.0f || presence != 0.0f) {
+    // The same expression as apply_penalties, so both round alike.
+    for (int32_t t : history_output)
+      if (in_vocab(t)) ++counts_[static_cast<size_t>(t)];
+    for (int32_t t : history_output) {
+      if (!in_vocab(t) || counts_[static_cast<size_t>(t)] == 0) continue;
+      entry(t).subtract = freq * static_cast<float>(counts_[static_cast<size_t>(t)]) + presence;
+      counts_[static_cast<size_t>(t)] = 0;
+    }
+  }
+  for (size_t i = first; i < adjust.size(); ++i) adjust_index_[static_cast<size_t>(adjust[i].token)] = -1;
+
+  backends::RowSampling row;
+  row.temperature = params.temperature;
+  row.top_k = params.top_k;
+  row.top_p = params.top_p;
+  row.min_p = params.min_p;
+  row.num_logprobs = params.logprobs ? std::clamp(*params.logprobs, 0, backends::kMaxSampledLogprobs) : 0;
+  if (!params.is_greedy()) row.uniform = rng.uniform();  // sample() draws exactly once too
+  return row;
+}
+
+SampleResult Sampler::from_device(const backends::SampledToken& token, const SamplingParams& params) {
+  SampleResult result;
+  result.token = token.token;
+  if (!params.logprobs) return result;
+  result.logprob = token.logprob;
+  for (int32_t i = 0; i < token.num_top && i < *params.logprobs; ++i)
+    result.top_logprobs.push_back({token.top_tokens[i], token.top_logprobs[i]});
+  return result;
+}
+
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
                              std::span<const int32_t> history_prompt,
                              std::span<const int32_t> history_output, Rng& rng) {

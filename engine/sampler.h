@@ -21,6 +21,8 @@
 #include <span>
 #include <vector>
 
+#include "backends/backend.h"
+
 namespace sluice::engine {
 
 struct SamplingParams {
@@ -87,6 +89,18 @@ class Sampler {
   // top_k / top_p / min_p: tokens outside the kept set become -infinity.
   void apply_top_k_top_p_min_p(std::span<float> logits, int32_t top_k, float top_p, float min_p);
 
+  // For a backend that samples on the device: this sequence's settings with the
+  // history-dependent processors (logit_bias, repetition, frequency and presence
+  // penalties) resolved into per-token entries appended to `adjust`, and the one
+  // uniform draw taken from `rng` exactly when sample() would take it. The row's
+  // `adjust` span is left empty: the caller points it into `adjust` once all rows
+  // of the step are built (appending may move the vector).
+  backends::RowSampling device_row(const SamplingParams& params, std::span<const int32_t> history_prompt,
+                                   std::span<const int32_t> history_output, Rng& rng,
+                                   std::vector<backends::LogitAdjust>& adjust);
+  // The device's answer in the host's form (top alternatives only when asked for).
+  static SampleResult from_device(const backends::SampledToken& token, const SamplingParams& params);
+
   static int32_t argmax(std::span<const float> logits);  // lowest id on ties
   static void log_softmax(std::span<const float> logits, std::span<float> out);
 
@@ -118,6 +132,7 @@ class Sampler {
   std::vector<int32_t> ids_;     // [vocab_size] token ids, permuted by the selections
   std::vector<int32_t> counts_;  // [vocab_size] output occurrences, reset after each use
   std::vector<uint8_t> seen_;    // [vocab_size] prompt-or-output membership, reset after each use
+  std::vector<int32_t> adjust_index_;  // [vocab_size] token -> its entry in device_row's list, -1 between uses
 };
 
 }  // namespace sluice::engine

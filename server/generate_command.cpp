@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/backend_factory.h"
 #include "engine/loader/gguf_file.h"
 #include "engine/loader/weight_source.h"
 #include "engine/models/kv_cache.h"
@@ -85,7 +86,8 @@ void add_generate_options(CLI::App& app, GenerateOptions& o) {
   app.add_option("--top-k", o.top_k, "Keep the k most likely tokens; 0 keeps all")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--top-p", o.top_p, "Nucleus sampling mass")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--seed", o.seed, "Sampling seed (default: random)");
-  app.add_option("--threads", o.threads, "Compute threads; 0 is one per core")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--backend", o.backend, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU compute threads; 0 is one per core")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_flag("--stats", o.stats, "Print token counts and speeds to stderr");
 }
 
@@ -97,7 +99,7 @@ int run_generate(const GenerateOptions& o) {
             ? tokenizer::Tokenizer::from_hf_dir(o.model_path)
             : tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(o.model_path));
     std::shared_ptr<const loader::WeightSource> weights = loader::open_weights(o.model_path);
-    auto backend = backends::make_cpu_backend(o.threads);
+    auto backend = backends::make_backend(backends::resolve_backend(o.backend), o.threads);
     auto model = engine::Model::load(weights, *backend);
 
     std::vector<int32_t> prompt = tokenizer.encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);

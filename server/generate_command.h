@@ -22,6 +22,7 @@ struct GenerateOptions {
   float top_p = 1.0f;
   std::optional<uint64_t> seed;  // default: random
   int threads = 0;               // 0: one per core
+  std::string backend = "auto";  // auto | cpu | cuda | cuda:N
   bool stats = false;            // timings to stderr
 };
 

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   inspect->add_option("model", inspect_path, "GGUF file")->required();
   inspect->add_flag("--tensors", show_tensors, "Also list every tensor");
 
-  auto* generate = app.add_subcommand("generate", "Complete one prompt on the CPU and print the text");
+  auto* generate = app.add_subcommand("generate", "Complete one prompt and print the text");
   server::GenerateOptions generate_options;
   server::add_generate_options(*generate, generate_options);
 

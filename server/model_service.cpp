@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "backends/backend_factory.h"
 #include "engine/loader/weight_source.h"
 
 namespace sluice::server {
@@ -45,7 +46,7 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
   service->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(
       std::filesystem::is_directory(path) ? tokenizer::Tokenizer::from_hf_dir(path)
                                           : tokenizer::Tokenizer::from_gguf(*loaded.file));
-  service->backend_ = backends::make_cpu_backend(config.compute_threads);
+  service->backend_ = backends::make_backend(backends::resolve_backend(info.backend), config.compute_threads);
   service->model_ = engine::Model::load(loader::open_weights(path), *service->backend_);
 
   const tokenizer::Tokenizer& tok = *service->tokenizer_;

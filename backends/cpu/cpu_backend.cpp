@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -62,6 +63,27 @@ void CpuBackend::fill_zero(const Tensor& dst) {
     return;
   }
   for (int64_t r = 0; r < dst.rows(); ++r) std::memset(base + static_cast<size_t>(r) * dst.row_stride, 0, dst.row_bytes());
+}
+
+void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
+  SLUICE_CHECK(src.dtype == dst.dtype && src.rows() == dst.rows() && src.cols() == dst.cols(),
+               "copy: src and dst differ in dtype or shape");
+  const std::byte* from = host_ptr(src);
+  std::byte* to = host_ptr(dst);
+  if (src.is_contiguous() && dst.is_contiguous()) {
+    // Split across the pool: one thread cannot saturate memory bandwidth.
+    const size_t bytes = src.num_bytes();
+    constexpr size_t kChunk = 1 << 20;
+    pool_.parallel_for(static_cast<int64_t>((bytes + kChunk - 1) / kChunk), [&](int64_t begin, int64_t end) {
+      const size_t lo = static_cast<size_t>(begin) * kChunk;
+      const size_t hi = std::min(bytes, static_cast<size_t>(end) * kChunk);
+      std::memcpy(to + lo, from + lo, hi - lo);
+    });
+    return;
+  }
+  for (int64_t r = 0; r < src.rows(); ++r)
+    std::memcpy(to + static_cast<size_t>(r) * dst.row_stride, from + static_cast<size_t>(r) * src.row_stride,
+                src.row_bytes());
 }
 
 bool CpuBackend::supports_matmul(DType weight_dtype) const { return can_dequantize(weight_dtype); }

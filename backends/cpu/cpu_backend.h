@@ -24,6 +24,7 @@ class CpuBackend final : public Backend {
   void upload(const Tensor& dst, std::span<const std::byte> src) override;
   void download(const Tensor& src, std::span<std::byte> dst) override;
   void fill_zero(const Tensor& dst) override;
+  void copy(const Tensor& src, const Tensor& dst) override;
   void synchronize() override {}
 
   bool supports_matmul(DType weight_dtype) const override;

@@ -56,7 +56,8 @@ void write_kv(ThreadPool& pool, const Tensor& k, const Tensor& v, const KvLayer&
   const Rows<const float> kr(k), vr(v);
   const Rows<std::byte> ckr(cache.k), cvr(cache.v);
   for_each_row(pool, k.dim(0), kv_heads * head_dim, [&](int64_t t) {
-    SLUICE_CHECK(slot[t] >= 0 && slot[t] < num_slots, "write_kv: slot out of range");
+    SLUICE_CHECK(slot[t] < num_slots, "write_kv: slot out of range");
+    if (slot[t] < 0) return;  // a padding row
     for (int64_t h = 0; h < kv_heads; ++h) {
       const int64_t dst_row = static_cast<int64_t>(slot[t]) * kv_heads + h;
       store_row(kr[t * kv_heads + h], cache.k, ckr[dst_row], head_dim);

@@ -49,13 +49,11 @@ Model::Model(std::shared_ptr<const loader::WeightSource> source, backends::Backe
       weights_(std::move(weights)),
       workspace_(backend, hparams_) {}
 
-void Model::check(const StepBatch& batch, const KvCache& cache, std::span<const float> logits) const {
+void Model::check(const StepBatch& batch, const KvCache& cache) const {
   const size_t t = batch.token_ids.size();
   SLUICE_CHECK(t > 0, "Model::forward: empty step");
   SLUICE_CHECK(batch.positions.size() == t && batch.kv_slots.size() == t,
                "Model::forward: token_ids, positions and kv_slots differ in length");
-  SLUICE_CHECK(logits.size() == batch.logit_rows.size() * static_cast<size_t>(hparams_.vocab_size),
-               "Model::forward: logits span is not logit_rows x vocab_size");
   SLUICE_CHECK(cache.num_layers() == hparams_.num_layers && cache.layer(0).k.dim(2) == hparams_.num_kv_heads &&
                    cache.layer(0).k.dim(3) == hparams_.head_dim,
                "Model::forward: KV cache made for another model shape");
@@ -84,31 +82,91 @@ void Model::check(const StepBatch& batch, const KvCache& cache, std::span<const 
 }
 
 void Model::forward(const StepBatch& batch, KvCache& cache, std::span<float> logits) {
-  check(batch, cache, logits);
+  SLUICE_CHECK(logits.size() == batch.logit_rows.size() * static_cast<size_t>(hparams_.vocab_size),
+               "Model::forward: logits span is not logit_rows x vocab_size");
+  const backends::Tensor device_logits = forward_on_device(batch, cache);
+  if (device_logits) backend_.download(device_logits, std::as_writable_bytes(logits));
+  backend_.synchronize();
+  apply_final_softcap(logits);
+}
+
+backends::Tensor Model::forward_on_device(const StepBatch& batch, KvCache& cache) {
+  check(batch, cache);
   const auto t = static_cast<int64_t>(batch.token_ids.size());
   const auto r = static_cast<int64_t>(batch.logit_rows.size());
-  const Workspace::Views views = workspace_.views(t, r);
+  // A decode step whose every row samples, in order, may run as a recording
+  // (CUDA graph) padded to the backend's bucket size.
+  const int64_t recorded_rows = is_plain_decode(batch) ? backend_.recorded_step_rows(t) : 0;
+  if (recorded_rows > 0) return forward_recorded(batch, cache, recorded_rows);
 
+  const Workspace::Views views = workspace_views(t, r);
   backend_.upload(views.token_ids, bytes_of(batch.token_ids));
   backend_.upload(views.positions, bytes_of(batch.positions));
   backend_.upload(views.kv_slots, bytes_of(batch.kv_slots));
-
-  backend_.embed(weights_.token_embd, views.token_ids, views.hidden);  // hidden [T, d]
-  if (hparams_.embedding_scale != 1.0f) backend_.scale(views.hidden, hparams_.embedding_scale, views.hidden);
-
-  const StepContext step{backend_, hparams_, arch_, views, batch.sequences};
-  for (int64_t layer = 0; layer < hparams_.num_layers; ++layer)
-    transformer_block(step, weights_.layers[static_cast<size_t>(layer)], cache.layer(layer), layer);
-
-  compute_logits(batch, views, logits);
+  backend_.begin_step(batch.sequences, t);
+  run_layers(views, batch.sequences, cache);
+  return final_logits(batch, views);
 }
 
-void Model::compute_logits(const StepBatch& batch, const Workspace::Views& views, std::span<float> logits) {
+bool Model::is_plain_decode(const StepBatch& batch) {
+  for (const auto& seq : batch.sequences)
+    if (seq.num_queries != 1) return false;
+  return contiguous_start(batch.logit_rows) == 0 && batch.logit_rows.size() == batch.token_ids.size();
+}
+
+Workspace::Views Model::workspace_views(int64_t num_tokens, int64_t num_logit_rows) {
+  const int64_t tokens_before = workspace_.token_capacity();
+  const int64_t logits_before = workspace_.logit_capacity();
+  Workspace::Views views = workspace_.views(num_tokens, num_logit_rows);
+  // Recordings point at the old buffers.
+  if (workspace_.token_capacity() != tokens_before || workspace_.logit_capacity() != logits_before)
+    backend_.forget_recordings();
+  return views;
+}
+
+void Model::run_layers(const Workspace::Views& views, std::span<const backends::SequenceSlice> sequences,
+                       KvCache& cache) {
+  backend_.embed(weights_.token_embd, views.token_ids, views.hidden);  // hidden [T, d]
+  if (hparams_.embedding_scale != 1.0f) backend_.scale(views.hidden, hparams_.embedding_scale, views.hidden);
+  const StepContext step{backend_, hparams_, arch_, views, sequences};
+  transformer_layers(step, weights_.layers, cache);
+}
+
+// Rows t..rows-1 are padding: token 0 at position 0 with no KV slot (write_kv skips
+// it) and no sequence (attention writes zeros). Every row gets logits; only the
+// real ones are downloaded. Per-step values reach the recording through the
+// uploaded tensors and begin_step's metadata only.
+backends::Tensor Model::forward_recorded(const StepBatch& batch, KvCache& cache, int64_t rows) {
+  const auto t = static_cast<int64_t>(batch.token_ids.size());
+  const Workspace::Views views = workspace_views(rows, rows);
+  pad_ids_.assign(batch.token_ids.begin(), batch.token_ids.end());
+  pad_positions_.assign(batch.positions.begin(), batch.positions.end());
+  pad_slots_.assign(batch.kv_slots.begin(), batch.kv_slots.end());
+  pad_ids_.resize(static_cast<size_t>(rows), 0);
+  pad_positions_.resize(static_cast<size_t>(rows), 0);
+  pad_slots_.resize(static_cast<size_t>(rows), -1);
+  backend_.upload(views.token_ids, bytes_of(std::span<const int32_t>(pad_ids_)));
+  backend_.upload(views.positions, bytes_of(std::span<const int32_t>(pad_positions_)));
+  backend_.upload(views.kv_slots, bytes_of(std::span<const int32_t>(pad_slots_)));
+  backend_.begin_step(batch.sequences, rows);
+  backend_.run_recorded(rows, [&] {
+    run_layers(views, batch.sequences, cache);
+    backend_.rms_norm(views.hidden, weights_.output_norm, hparams_.norm_eps, views.final_hidden);
+    backend_.matmul(views.final_hidden, weights_.output, views.logits);  // logits [rows, vocab]
+  });
+  return views.logits.slice(0, t);
+}
+
+void Model::apply_final_softcap(std::span<float> logits) const {
+  if (hparams_.final_softcap <= 0.0f) return;
+  // No tanh op in the backend; R x vocab on the host is small next to the matmul.
+  const float cap = hparams_.final_softcap;
+  for (float& x : logits) x = cap * std::tanh(x / cap);
+}
+
+backends::Tensor Model::final_logits(const StepBatch& batch, const Workspace::Views& views) {
   const auto r = static_cast<int64_t>(batch.logit_rows.size());
-  if (r == 0) {
-    backend_.synchronize();
-    return;
-  }
+  if (r == 0) return {};
   // final_hidden [R, d]: the rows that sample, normed. A contiguous run is a slice;
   // otherwise gather the rows with embed(), treating hidden [T, d] as the table.
   const int64_t start = contiguous_start(batch.logit_rows);
@@ -121,14 +179,7 @@ void Model::compute_logits(const StepBatch& batch, const Workspace::Views& views
     backend_.rms_norm(views.final_hidden, weights_.output_norm, hparams_.norm_eps, views.final_hidden);
   }
   backend_.matmul(views.final_hidden, weights_.output, views.logits);  // logits [R, vocab]
-  backend_.download(views.logits, std::as_writable_bytes(logits));
-  backend_.synchronize();
-
-  if (hparams_.final_softcap > 0.0f) {
-    // No tanh op in the backend; R x vocab on the host is small next to the matmul.
-    const float cap = hparams_.final_softcap;
-    for (float& x : logits) x = cap * std::tanh(x / cap);
-  }
+  return views.logits;
 }
 
 }  // namespace sluice::engine

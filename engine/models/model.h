@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "backends/backend.h"
 #include "engine/loader/weight_source.h"
@@ -48,12 +49,24 @@ class Model {
   // throws, and allocates nothing once the workspace fits the largest step.
   void forward(const StepBatch& batch, KvCache& cache, std::span<float> logits);
 
+  // The same step, leaving the logits [logit_rows.size(), vocab_size] on the
+  // backend for device-side sampling: the returned view is valid until the next
+  // step (empty when no row samples). Without the final soft-cap, which forward()
+  // applies on the host: callers check hparams().final_softcap first.
+  backends::Tensor forward_on_device(const StepBatch& batch, KvCache& cache);
+
  private:
   Model(std::shared_ptr<const loader::WeightSource> source, backends::Backend& backend,
         Architecture arch, ModelWeights weights);
 
-  void check(const StepBatch& batch, const KvCache& cache, std::span<const float> logits) const;
-  void compute_logits(const StepBatch& batch, const Workspace::Views& views, std::span<float> logits);
+  void check(const StepBatch& batch, const KvCache& cache) const;
+  backends::Tensor final_logits(const StepBatch& batch, const Workspace::Views& views);
+  static bool is_plain_decode(const StepBatch& batch);
+  Workspace::Views workspace_views(int64_t num_tokens, int64_t num_logit_rows);
+  void run_layers(const Workspace::Views& views, std::span<const backends::SequenceSlice> sequences,
+                  KvCache& cache);
+  backends::Tensor forward_recorded(const StepBatch& batch, KvCache& cache, int64_t rows);
+  void apply_final_softcap(std::span<float> logits) const;
 
   std::shared_ptr<const loader::WeightSource> source_;  // owns the bytes weights_ points into
   backends::Backend& backend_;
@@ -61,6 +74,7 @@ class Model {
   Architecture arch_;
   ModelWeights weights_;
   Workspace workspace_;
+  std::vector<int32_t> pad_ids_, pad_positions_, pad_slots_;  // a recorded step's padded inputs
 };
 
 }  // namespace sluice::engine

@@ -12,10 +12,10 @@ void attention_block(const StepContext& step, const LayerWeights& w, const backe
   const int64_t t = ws.hidden.dim(0);
   const float eps = h.norm_eps;
 
-  be.rms_norm(ws.hidden, w.attn_norm, eps, ws.normed);  // normed [T, d]
-  be.matmul(ws.normed, w.attn_q, ws.q);                  // q [T, heads*hd]
-  be.matmul(ws.normed, w.attn_k, ws.k);                  // k [T, kv_heads*hd]
-  be.matmul(ws.normed, w.attn_v, ws.v);                  // v [T, kv_heads*hd]
+  // ws.normed holds rms_norm(hidden) * attn_norm on entry.
+  be.matmul(ws.normed, w.attn_q, ws.q);  // q [T, heads*hd]
+  be.matmul(ws.normed, w.attn_k, ws.k);  // k [T, kv_heads*hd]
+  be.matmul(ws.normed, w.attn_v, ws.v);  // v [T, kv_heads*hd]
 
   // Per-head views: q3 [T, heads, hd]; k3, v3 [T, kv_heads, hd].
   const backends::Tensor q3 = ws.q.reshape({t, h.num_heads, h.head_dim});
@@ -29,11 +29,8 @@ void attention_block(const StepContext& step, const LayerWeights& w, const backe
     be.rms_norm(k_rows, w.attn_k_norm, eps, k_rows);
   }
   const bool sliding = h.is_sliding_layer(layer_index);
-  const backends::RopeParams& rope = sliding ? h.rope_local : h.rope;
-  be.rope(q3, ws.positions, rope);
-  be.rope(k3, ws.positions, rope);
+  be.rope_write_kv(q3, k3, v3, ws.positions, sliding ? h.rope_local : h.rope, cache, ws.kv_slots);
 
-  be.write_kv(k3, v3, cache, ws.kv_slots);
   backends::AttentionParams params;
   params.scale = h.attention_scale > 0.0f ? h.attention_scale
                                           : 1.0f / std::sqrt(static_cast<float>(h.head_dim));
@@ -44,7 +41,6 @@ void attention_block(const StepContext& step, const LayerWeights& w, const backe
 
   be.matmul(ws.attn, w.attn_output, ws.branch);  // branch [T, d]
   if (step.arch.post_norms) be.rms_norm(ws.branch, w.post_attn_norm, eps, ws.branch);
-  be.add(ws.hidden, ws.branch, ws.hidden);
 }
 
 void mlp_block(const StepContext& step, const LayerWeights& w) {
@@ -52,23 +48,29 @@ void mlp_block(const StepContext& step, const LayerWeights& w) {
   const Workspace::Views& ws = step.views;
   const float eps = step.hparams.norm_eps;
 
-  be.rms_norm(ws.hidden, w.ffn_norm, eps, ws.normed);  // normed [T, d]
-  be.matmul(ws.normed, w.ffn_gate, ws.gate);           // gate [T, f]
-  be.matmul(ws.normed, w.ffn_up, ws.up);               // up [T, f]
-  if (step.arch.gelu) {
-    be.geglu(ws.gate, ws.up, ws.gate);                 // gate := gelu_tanh(gate) * up
-  } else {
-    be.swiglu(ws.gate, ws.up, ws.gate);                // gate := silu(gate) * up
-  }
-  be.matmul(ws.gate, w.ffn_down, ws.branch);           // branch [T, d]
+  // ws.normed holds rms_norm(hidden) * ffn_norm on entry; gate := act(gate) * up.
+  be.gated_mlp(ws.normed, w.ffn_gate, w.ffn_up, step.arch.gelu, ws.up, ws.gate);  // gate [T, f]
+  be.matmul(ws.gate, w.ffn_down, ws.branch);                                       // branch [T, d]
   if (step.arch.post_norms) be.rms_norm(ws.branch, w.post_ffw_norm, eps, ws.branch);
-  be.add(ws.hidden, ws.branch, ws.hidden);
 }
 
-void transformer_block(const StepContext& step, const LayerWeights& w, const backends::KvLayer& cache,
-                       int64_t layer_index) {
-  attention_block(step, w, cache, layer_index);
-  mlp_block(step, w);
+void transformer_layers(const StepContext& step, std::span<const LayerWeights> layers, KvCache& cache) {
+  backends::Backend& be = step.backend;
+  const Workspace::Views& ws = step.views;
+  const float eps = step.hparams.norm_eps;
+  // Each residual add is fused with the norm that reads its result next.
+  be.rms_norm(ws.hidden, layers.front().attn_norm, eps, ws.normed);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerWeights& w = layers[i];
+    attention_block(step, w, cache.layer(static_cast<int64_t>(i)), static_cast<int64_t>(i));
+    be.add_rms_norm(ws.hidden, ws.branch, w.ffn_norm, eps, ws.normed);
+    mlp_block(step, w);
+    if (i + 1 < layers.size()) {
+      be.add_rms_norm(ws.hidden, ws.branch, layers[i + 1].attn_norm, eps, ws.normed);
+    } else {
+      be.add(ws.hidden, ws.branch, ws.hidden);
+    }
+  }
 }
 
 }  // namespace sluice::engine

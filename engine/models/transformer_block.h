@@ -9,6 +9,7 @@
 
 #include "backends/backend.h"
 #include "engine/models/hparams.h"
+#include "engine/models/kv_cache.h"
 #include "engine/models/model_weights.h"
 #include "engine/models/workspace.h"
 
@@ -24,16 +25,17 @@ struct StepContext {
   std::span<const backends::SequenceSlice> sequences;
 };
 
-// hidden += attn_output(attention(rope(norm_qk(q)), rope(norm_qk(k)), v))  [, post-normed]
-// Writes this step's K/V rows into `cache` at views.kv_slots first.
+// branch = attn_output(attention(rope(norm_qk(q)), rope(norm_qk(k)), v))  [, post-normed]
+// from views.normed (the block's normed input). Writes this step's K/V rows into
+// `cache` at views.kv_slots first.
 void attention_block(const StepContext& step, const LayerWeights& weights, const backends::KvLayer& cache,
                      int64_t layer_index);
 
-// hidden += ffn_down(act(ffn_gate(norm(hidden))) * ffn_up(norm(hidden)))  [, post-normed]
+// branch = ffn_down(act(ffn_gate(normed)) * ffn_up(normed))  [, post-normed]
 void mlp_block(const StepContext& step, const LayerWeights& weights);
 
-// One whole layer: attention_block then mlp_block.
-void transformer_block(const StepContext& step, const LayerWeights& weights, const backends::KvLayer& cache,
-                       int64_t layer_index);
+// All layers: views.hidden is the residual stream [T, d] on entry and on exit.
+// Each block's output is added back with the add fused into the next norm.
+void transformer_layers(const StepContext& step, std::span<const LayerWeights> layers, KvCache& cache);
 
 }  // namespace sluice::engine
