@@ -8,10 +8,14 @@ MODEL      ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 SERVE_ARGS ?=
 VENV       := .venv
 CMAKE_ARGS ?=
+# The CUDA backend is built whenever the toolkit is installed (nvcc at its usual
+# place or on PATH); it picks a GPU at run time only when one is there. CUDA=OFF
+# builds the CPU-only binary.
+CUDA       ?= $(if $(or $(wildcard /usr/local/cuda/bin/nvcc),$(shell command -v nvcc 2>/dev/null)),ON,OFF)
 # ccache keys on paths relative to the checkout, so clones in other folders hit the cache.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps model test-models build venv serve test clean
+.PHONY: all deps model test-models build venv serve test test-cpu-only clean
 
 all: build
 
@@ -26,7 +30,7 @@ test-models:
 	bash scripts/fetch-model.sh --model all models
 
 build: deps
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_CUDA=$(CUDA) $(CMAKE_ARGS)
 	cmake --build $(BUILD_DIR)
 
 $(VENV)/.installed: tests/e2e/requirements.txt
@@ -42,5 +46,12 @@ serve: build model
 test: build test-models venv
 	ctest --test-dir $(BUILD_DIR) --output-on-failure
 
+# The CPU-only build (the CMake default) must stay green whatever `make test` built:
+# a second tree without CUDA, its unit tests run (ccache makes most of it free).
+test-cpu-only: deps test-models
+	cmake -S . -B build-cpu -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_CUDA=OFF $(CMAKE_ARGS)
+	cmake --build build-cpu --target sluice sluice_unit_tests
+	build-cpu/tests/sluice_unit_tests
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-cpu

@@ -30,6 +30,10 @@ void Backend::rope_write_kv(const Tensor& q, const Tensor& k, const Tensor& v, c
   write_kv(k, v, cache, slots);
 }
 
+bool Backend::supports_attention(int64_t heads, int64_t kv_heads, int64_t head_dim) const {
+  return kv_heads > 0 && heads % kv_heads == 0 && head_dim > 0;
+}
+
 void Backend::begin_step(std::span<const SequenceSlice>, int64_t) {}
 
 int64_t Backend::recorded_step_rows(int64_t) const { return 0; }

@@ -10,7 +10,9 @@
 //     the op says so.
 //   - Batch invariance: each output row depends only on its own input row (and,
 //     for attention, its own sequence's KV), computed the same way whatever T is,
-//     so a request's result never depends on what else shares the step.
+//     so a request's result never depends on what else shares the step. (The CUDA
+//     backend holds this within a matmul path only: quantized weights take an F32
+//     GEMV up to 32 rows and an F16 tensor-core GEMM above, which round differently.)
 //   - Ops are enqueued in order on the backend's one stream; synchronize() waits
 //     for all of them. A backend is used by one thread at a time (the engine
 //     thread of its model); its compute threads live inside it.
@@ -118,6 +120,9 @@ class Backend {
 
   // Whether matmul() takes weights of this dtype.
   virtual bool supports_matmul(DType weight_dtype) const = 0;
+  // Whether attention() takes this head layout (a GPU kernel has limits); checked
+  // when a model loads, so an unsupported model fails there and not mid-step.
+  virtual bool supports_attention(int64_t heads, int64_t kv_heads, int64_t head_dim) const;
 
   // --- ops (shapes as row-major [outer, ..., inner]) ---------------------------
   // out[t] = table[ids[t]] dequantized.  table [vocab, d] any matmul dtype; ids [T]; out [T, d]

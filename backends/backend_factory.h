@@ -25,8 +25,9 @@ struct BackendSpec {
 BackendSpec resolve_backend(std::string_view setting);
 
 // Creates the backend; `cpu_threads` is the CPU backend's compute threads (0: one
-// per core). Throws std::runtime_error (with the CUDA error name) when a device
-// cannot be initialised.
+// per core). Throws std::invalid_argument for a kind this binary lacks (use
+// resolve_backend first), std::runtime_error (with the CUDA error name) when a
+// device cannot be initialised.
 std::unique_ptr<Backend> make_backend(const BackendSpec& spec, int cpu_threads = 0);
 
 // Whether this binary was built with the CUDA backend (-DSLUICE_CUDA=ON).

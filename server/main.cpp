@@ -6,6 +6,7 @@
 #include <string>
 
 #include "config/config_loader.h"
+#include "server/bench_command.h"
 #include "server/generate_command.h"
 #include "server/inspect_command.h"
 #include "server/serve_command.h"
@@ -28,11 +29,16 @@ int main(int argc, char** argv) {
   server::GenerateOptions generate_options;
   server::add_generate_options(*generate, generate_options);
 
+  auto* bench = app.add_subcommand("bench", "Time the forward pass of a model shape on random weights");
+  server::BenchOptions bench_options;
+  server::add_bench_options(*bench, bench_options);
+
   config::use_full_help(app);
   CLI11_PARSE(app, argc, argv);
 
   if (*inspect) return server::run_inspect(inspect_path, show_tensors);
   if (*generate) return server::run_generate(generate_options);
+  if (*bench) return server::run_bench(bench_options);
 
   config::Config config;
   try {

@@ -40,6 +40,7 @@ class CudaBackend final : public Backend {
   void synchronize() override;
 
   bool supports_matmul(DType weight_dtype) const override;
+  bool supports_attention(int64_t heads, int64_t kv_heads, int64_t head_dim) const override;
 
   void embed(const Tensor& table, const Tensor& ids, const Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor& y) override;
@@ -105,6 +106,17 @@ class CudaBackend final : public Backend {
   std::map<int64_t, cudaGraphExec_t> graphs_;
   bool capturing_ = false;
   bool graphs_enabled_ = true;  // SLUICE_CUDA_GRAPHS=0 turns recording off (debugging)
+
+  // sampling.cpp
+  struct PinnedFree {
+    void operator()(std::byte* p) const;  // cudaFreeHost
+  };
+  // Host staging of one sample() call: row settings and adjust entries going in,
+  // the SampleOut results coming back. Each call ends with a stream sync, so no copy
+  // from or into it is pending when the next call rewrites it.
+  std::unique_ptr<std::byte, PinnedFree> sample_pinned_;
+  size_t sample_pinned_bytes_ = 0;
+  Scratch sample_scratch_{device_};  // the same layout on the device
 };
 
 }  // namespace sluice::backends::cuda

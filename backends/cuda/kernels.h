@@ -116,4 +116,42 @@ void launch_quant_gemv_gated(const float* x, int64_t x_stride, int64_t num_token
 void launch_dequantize_f16(const void* w, DType dtype, size_t w_row_bytes, int64_t row_begin, int64_t num_rows,
                            int64_t cols, void* out, cudaStream_t stream);
 
+// --- sampling (k_sample.cu) ---------------------------------------------------------------
+// Backend::sample's inputs in plain structs (backend.h needs C++20, the kernels are
+// built as C++17): one SampleRowArgs per row, every row's adjust entries in one
+// array, each row's sorted by token with ids in [0, vocab); results as SampledToken.
+inline constexpr int kSampleMaxLogprobs = 20;       // = kMaxSampledLogprobs
+inline constexpr int64_t kSampleMaxVocab = 1 << 23;  // fixed-point row mass stays below 2^63
+
+struct SampleAdjust {
+  int32_t token = 0;
+  float bias = 0.0f;
+  float repetition = 1.0f;
+  float subtract = 0.0f;
+};
+
+struct SampleRowArgs {
+  double uniform = 0.0;
+  float temperature = 1.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  int32_t num_logprobs = 0;
+  int32_t adjust_begin = 0;  // index of the row's first entry in the adjust array
+  int32_t adjust_count = 0;
+};
+
+struct SampleOut {
+  int32_t token;
+  float logprob;
+  int32_t num_top;
+  int32_t top_tokens[kSampleMaxLogprobs];
+  float top_logprobs[kSampleMaxLogprobs];
+};
+
+// One token per row of logits [rows, vocab] (rows row_stride elements apart, left
+// unmodified); args [rows], out [rows]. Deterministic and batch invariant.
+void launch_sample(const float* logits, int64_t row_stride, int64_t rows, int64_t vocab, const SampleRowArgs* args,
+                   const SampleAdjust* adjust, SampleOut* out, cudaStream_t stream);
+
 }  // namespace sluice::backends::cuda

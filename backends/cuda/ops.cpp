@@ -68,6 +68,11 @@ KvCacheArgs cache_args(const KvLayer& cache, int64_t kv_heads, int64_t head_dim)
 
 }  // namespace
 
+bool CudaBackend::supports_attention(int64_t heads, int64_t kv_heads, int64_t head_dim) const {
+  return Backend::supports_attention(heads, kv_heads, head_dim) && heads / kv_heads <= kAttentionMaxGroup &&
+         head_dim <= kAttentionMaxHeadDim;
+}
+
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   check_norm(x, weight, out);
   launch_rms_norm(f32(x), stride(x), f32(weight), eps, f32_mut(out), stride(out), rows_of(x), stream_);

@@ -71,6 +71,10 @@ ModelWeights load_model_weights(const loader::WeightSource& source, const Archit
   } catch (const std::invalid_argument& e) {
     throw LoadError(source.path(), e.what());
   }
+  if (!backend.supports_attention(h.num_heads, h.num_kv_heads, h.head_dim))
+    throw LoadError(source.path(), std::to_string(h.num_heads) + " heads over " + std::to_string(h.num_kv_heads) +
+                                       " KV heads of head_dim " + std::to_string(h.head_dim) +
+                                       " are beyond the " + backend.name() + " backend's attention");
   const int64_t d = h.embedding_length;
   const int64_t q = h.num_heads * h.head_dim;
   const int64_t kv = h.num_kv_heads * h.head_dim;

@@ -82,7 +82,17 @@ double max_relative_error(const std::vector<float>& a, const std::vector<float>&
 
 ModelRunner::ModelRunner(std::shared_ptr<const loader::WeightSource> weights, int num_threads,
                          backends::DType kv_dtype)
-    : backend_(backends::make_cpu_backend(num_threads)) {
+    : owned_backend_(backends::make_cpu_backend(num_threads)), backend_(owned_backend_.get()) {
+  load(std::move(weights), kv_dtype);
+}
+
+ModelRunner::ModelRunner(std::shared_ptr<const loader::WeightSource> weights, backends::Backend& backend,
+                         backends::DType kv_dtype)
+    : backend_(&backend) {
+  load(std::move(weights), kv_dtype);
+}
+
+void ModelRunner::load(std::shared_ptr<const loader::WeightSource> weights, backends::DType kv_dtype) {
   model_ = Model::load(std::move(weights), *backend_);
   cache_ = std::make_unique<KvCache>(*backend_, model_->hparams(),
                                      KvCacheConfig{.num_blocks = kNumBlocks, .block_size = kBlockSize,

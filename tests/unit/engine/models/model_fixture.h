@@ -1,7 +1,8 @@
 #pragma once
 // Test helpers for the model parity fixtures (tests/fixtures/models/NAME/, made by
 // make_model_fixtures.py): reading reference.json and its logits, and running token
-// sequences through a Model with a small paged KV cache.
+// sequences through a Model with a small paged KV cache, on the CPU backend or on
+// any Backend the caller passes (the CUDA parity tests).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -49,10 +50,15 @@ class ModelRunner {
   static constexpr int64_t kBlockSize = 4;
   static constexpr int64_t kNumBlocks = 64;
 
+  // On a CPU backend of its own with `num_threads` compute threads.
   ModelRunner(std::shared_ptr<const loader::WeightSource> weights, int num_threads = 2,
+              backends::DType kv_dtype = backends::DType::F32);
+  // On `backend` (the CPU's or a GPU's), which must outlive the runner.
+  ModelRunner(std::shared_ptr<const loader::WeightSource> weights, backends::Backend& backend,
               backends::DType kv_dtype = backends::DType::F32);
 
   Model& model() { return *model_; }
+  backends::Backend& backend() { return *backend_; }
 
   // Logits of every position [len, vocab] of one sequence fed in steps of `chunk`
   // tokens (chunk >= len: one step), starting from an empty cache region `region`
@@ -69,7 +75,10 @@ class ModelRunner {
   std::vector<int32_t> block_table(int region, int64_t num_tokens) const;
 
  private:
-  std::unique_ptr<backends::Backend> backend_;
+  void load(std::shared_ptr<const loader::WeightSource> weights, backends::DType kv_dtype);
+
+  std::unique_ptr<backends::Backend> owned_backend_;  // the CPU runner's; declared first, destroyed last
+  backends::Backend* backend_ = nullptr;
   std::unique_ptr<Model> model_;
   std::unique_ptr<KvCache> cache_;
 };

@@ -1,0 +1,42 @@
+#pragma once
+// `sluice bench --model-shape llama3-8b --dtype q4_0`: measures the model's forward
+// pass at real size on random weights (no download), on any backend. Prints the
+// machine, the backend's copy bandwidth (the roofline decode is held against),
+// decode tokens/s at several batch sizes over a filled KV cache, and prefill
+// tokens/s of one prompt; --json writes the same numbers for scripts.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace sluice::server {
+
+struct BenchOptions {
+  std::string model_shape = "llama3-8b";  // a random_model_preset name
+  int layers = 0;                         // > 0: only this many layers (a quick run)
+  std::string dtype = "bf16";             // matrices: bf16 f16 f32 q8_0 q4_0 q4_k q6_k
+  std::string kv_dtype = "f16";           // f16 f32, as the engine's kv cache
+  std::string backend = "auto";           // auto cpu cuda cuda:N
+  int threads = 0;                        // CPU compute threads; 0: one per core
+  std::vector<int> batches = {1, 8, 32, 128};
+  int context = 512;                      // tokens already cached per decode sequence
+  int prompt = 512;                       // prefill length
+  int chunk = 0;                          // prefill tokens per step; 0: the whole prompt
+  int steps = 10;                         // timed decode steps per batch size
+  int warmup = 3;                         // untimed decode steps first
+  int prefill_runs = 3;                   // timed prefills (one untimed first when warmup > 0)
+  uint64_t copy_bytes = uint64_t{1} << 30;  // per copy buffer
+  uint64_t seed = 1;
+  std::string json_path;                  // empty: no JSON
+};
+
+void add_bench_options(CLI::App& app, BenchOptions& options);
+
+// Returns the exit code: 0 on success, 1 when the model cannot be built or run,
+// 2 for unusable options (an unknown preset, dtype or backend).
+int run_bench(const BenchOptions& options);
+
+}  // namespace sluice::server

@@ -1,0 +1,73 @@
+"""`sluice bench`: the forward pass of a model shape on random weights, timed on the
+CPU backend, printed as a table and written as JSON."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import SLUICE_BIN
+
+
+def bench(*args, timeout=300):
+    if not SLUICE_BIN.exists():
+        pytest.fail(f"{SLUICE_BIN} is missing: build first (make build)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+    return subprocess.run([str(SLUICE_BIN), "bench", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def positive(value):
+    return isinstance(value, (int, float)) and value > 0
+
+
+def test_tiny_model_reports_every_measure(tmp_path):
+    out = tmp_path / "out.json"
+    result = bench("--model-shape", "tiny", "--backend", "cpu", "--batches", "1,2", "--context", 32,
+                   "--prompt", 16, "--steps", 2, "--warmup", 1, "--json", out)
+    assert result.returncode == 0, result.stderr
+    for heading in ("machine", "copy", "decode", "prefill", "tokens/s", "GB/s"):
+        assert heading in result.stdout
+
+    report = json.loads(out.read_text())
+    assert report["machine"]["backend"] == "cpu"
+    assert positive(report["machine"]["memory_total_bytes"])
+    assert report["model"]["shape"] == "tiny" and report["model"]["layers"] == 2
+    assert positive(report["model"]["weight_bytes"])
+    for key in ("bytes", "best_seconds", "peak_gbps"):
+        assert positive(report["copy"][key]), key
+    assert "read + write" in report["copy"]["convention"]
+
+    assert [row["batch"] for row in report["decode"]] == [1, 2]
+    for row in report["decode"]:
+        for key in ("step_seconds", "tokens_per_second", "weight_bytes_per_step", "kv_bytes_per_step",
+                    "achieved_gbps", "share_of_copy_peak"):
+            assert positive(row[key]), (row["batch"], key)
+        assert row["context"] == 32
+        assert abs(row["tokens_per_second"] * row["step_seconds"] - row["batch"]) < 1e-6
+    # Twice the sequences read twice the KV.
+    assert report["decode"][1]["kv_bytes_per_step"] == 2 * report["decode"][0]["kv_bytes_per_step"]
+
+    prefill = report["prefill"]
+    assert prefill["prompt"] == 16
+    assert positive(prefill["seconds"]) and positive(prefill["tokens_per_second"])
+
+
+def test_prefill_in_chunks_and_a_quantized_qwen3_shape_run():
+    result = bench("--model-shape", "qwen3-8b", "--layers", 1, "--dtype", "q4_k", "--backend", "cpu",
+                   "--batches", 1, "--context", 16, "--prompt", 32, "--chunk", 16, "--steps", 1,
+                   "--warmup", 0, "--prefill-runs", 1, "--copy-bytes", 1 << 24)
+    assert result.returncode == 0, result.stderr
+    assert "Q4_K matrices" in result.stdout
+    assert "2 steps of up to 16" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--model-shape", "gpt-5"), "unknown model shape 'gpt-5'"),
+    (("--dtype", "q3_k"), "--dtype: 'q3_k' is not one of"),
+    (("--backend", "tpu"), "invalid backend 'tpu'"),
+])
+def test_bad_options_exit_2_naming_the_problem(args, message):
+    result = bench(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
