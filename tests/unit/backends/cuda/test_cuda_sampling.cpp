@@ -311,7 +311,7 @@ std::vector<int32_t> check_draws(Backend& backend, const std::vector<float>& log
     if (got[i].token >= 0 && got[i].token < static_cast<int32_t>(logits.size()))
       check_logprob(got[i].logprob, log_softmax[size_t(got[i].token)], what + " logprob");
   }
-  INFO(what << ": " << boundary << " draws on a CDF boundary of " << uniforms.size());
+  if (boundary > 0) MESSAGE(what << ": " << boundary << " of " << uniforms.size() << " draws on a CDF boundary");
   CHECK(static_cast<double>(boundary) <= std::max(1.0, kMaxBoundaryShare * static_cast<double>(uniforms.size())));
   return tokens;
 }
