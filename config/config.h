@@ -41,7 +41,7 @@ struct Config {
   bool access_log = true;
 
   // Engine (per model)
-  uint64_t kv_cache_bytes = 256ull << 20;  // KV pool budget of each model
+  uint64_t kv_cache_bytes = 0;  // KV pool budget of each model; 0: automatic (see engine.h)
   int block_size = 16;                     // tokens per KV block
   int max_num_seqs = 64;                   // sequences running at once
   int max_num_batched_tokens = 2048;       // tokens per engine step

@@ -264,9 +264,10 @@ std::vector<OptionSpec> build_table() {
   table.push_back(bool_option("access_log", &Config::access_log, logging,
                               "Log one line per HTTP request (true/false/1/0/yes/no)"));
   const std::string engine = "Engine";
-  table.push_back(integer_option("kv_cache_bytes", &Config::kv_cache_bytes, 1 << 16,
-                                 int64_t{1} << 40, "BYTES", engine,
-                                 "KV cache budget of each model"));
+  table.push_back(integer_option("kv_cache_bytes", &Config::kv_cache_bytes, 0, int64_t{1} << 40, "BYTES",
+                                 engine,
+                                 "KV cache budget of each model (0: 256 MiB on the CPU, 90% of a GPU's "
+                                 "memory less the weights and a reserve)"));
   table.push_back(integer_option("block_size", &Config::block_size, 1, 256, "UINT", engine,
                                  "Tokens per KV cache block"));
   table.push_back(integer_option("max_num_seqs", &Config::max_num_seqs, 1, 4096, "UINT", engine,

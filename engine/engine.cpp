@@ -28,10 +28,14 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   if (max_model_len_ <= 0) max_model_len_ = 4096;
 
   const uint64_t per_block = KvCache::bytes_per_block(hp, config_.block_size, config_.kv_dtype);
-  const uint64_t blocks = per_block == 0 ? 0 : config_.kv_cache_bytes / per_block;
+  const uint64_t budget = config_.kv_cache_bytes > 0 ? config_.kv_cache_bytes
+                                                     : automatic_kv_budget(hp, config_, model_.backend().device(),
+                                                                           model_.backend().memory_info());
+  const uint64_t blocks = per_block == 0 ? 0 : budget / per_block;
   if (blocks == 0)
-    throw std::invalid_argument("kv_cache_bytes (" + std::to_string(config_.kv_cache_bytes) +
-                                ") holds no KV block of " + std::to_string(per_block) + " bytes");
+    throw std::invalid_argument("kv_cache_bytes (" + std::to_string(budget) +
+                                (config_.kv_cache_bytes > 0 ? "" : ", automatic") + ") holds no KV block of " +
+                                std::to_string(per_block) + " bytes");
   num_blocks_ = static_cast<int32_t>(std::min<uint64_t>(blocks, std::numeric_limits<int32_t>::max() / 2));
   kv_bytes_ = per_block * static_cast<uint64_t>(num_blocks_);
   // One sequence must fit in the pool (vLLM refuses to start otherwise). An explicit
@@ -80,6 +84,19 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
 }
 
 Engine::~Engine() { stop(); }
+
+uint64_t automatic_kv_budget(const ModelHparams& hp, const EngineConfig& config, backends::DeviceKind device,
+                             const backends::MemoryInfo& memory) {
+  if (device == backends::DeviceKind::cpu) return 256ull << 20;
+  const auto tokens = static_cast<uint64_t>(std::max<int64_t>(config.max_num_batched_tokens, 256));
+  const auto width = static_cast<uint64_t>(3 * hp.embedding_length + 2 * hp.num_heads * hp.head_dim +
+                                           2 * hp.num_kv_heads * hp.head_dim + 2 * hp.ffn_length);
+  const uint64_t logit_rows = std::max<uint64_t>(static_cast<uint64_t>(config.max_num_seqs), 256);
+  const uint64_t reserve =
+      2 * 4 * (tokens * width + logit_rows * static_cast<uint64_t>(hp.vocab_size)) + (1ull << 30);
+  const uint64_t held_back = memory.total_bytes / 10 + reserve;
+  return memory.free_bytes > held_back ? memory.free_bytes - held_back : 0;
+}
 
 void Engine::start() {
   std::lock_guard lock(inbox_mutex_);

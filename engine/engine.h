@@ -41,7 +41,7 @@ namespace sluice::engine {
 
 struct EngineConfig {
   std::string model_name = "model";       // for the logs
-  uint64_t kv_cache_bytes = 256ull << 20;  // KV pool budget; blocks = bytes / bytes_per_block
+  uint64_t kv_cache_bytes = 0;  // KV pool budget (blocks = bytes / bytes_per_block); 0: automatic_kv_budget()
   int32_t block_size = 16;
   int32_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 2048;
@@ -65,6 +65,14 @@ struct SubmitResult {
   std::string param;                      // rejected: the offending field ("max_tokens", "stop", ...)
   bool ok() const { return status == SubmitStatus::accepted; }
 };
+
+// The KV budget when kv_cache_bytes is 0. On the CPU, 256 MiB. On a GPU, what vLLM's
+// gpu_memory_utilization = 0.9 gives: the memory free now (weights loaded) less 10%
+// of the device, less a reserve for the largest step's activations and logits
+// (doubled for the 16-bit copies of GEMM inputs) and 1 GiB for cuBLAS, graphs,
+// dequantized weight tiles and sampling. 0 when nothing is left.
+uint64_t automatic_kv_budget(const ModelHparams& hparams, const EngineConfig& config, backends::DeviceKind device,
+                             const backends::MemoryInfo& memory);
 
 class Engine {
  public:

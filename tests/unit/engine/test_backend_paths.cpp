@@ -201,3 +201,52 @@ TEST_CASE("a model whose attention layout the backend cannot run fails at load, 
 
 }  // namespace
 }  // namespace sluice::engine::testing
+
+namespace sluice::engine::testing {
+namespace {
+
+// Claims to be a GPU with `free` bytes free of 16 GiB; allocates on the CPU.
+class ClaimedGpu : public ForwardingBackend {
+ public:
+  ClaimedGpu() : ForwardingBackend(backends::make_cpu_backend(1)) {}
+  backends::DeviceKind device() const override { return backends::DeviceKind::cuda; }
+  backends::MemoryInfo memory_info() const override { return {16ull << 30, free}; }
+  uint64_t free = 0;
+};
+
+TEST_CASE("kv_cache_bytes 0 sizes the pool automatically: 256 MiB on the CPU, what a GPU has left") {
+  const std::string path = std::string(SLUICE_FIXTURES_DIR) + "/models/llama/llama-f32.gguf";
+  LoadedFixture f = load_engine_fixture("llama");
+  EngineConfig config = small_config();
+  config.kv_cache_bytes = 0;
+  const ModelHparams& hp = f.model->hparams();
+  const uint64_t per_block = KvCache::bytes_per_block(hp, config.block_size, config.kv_dtype);
+  {
+    Engine engine(*f.model, *f.tokenizer, config);
+    CHECK(engine.num_kv_blocks() == static_cast<int32_t>((256ull << 20) / per_block));
+  }
+  // On a GPU the budget follows the free memory one for one, above what is held back.
+  const auto gpu_budget = [&](uint64_t free) {
+    return automatic_kv_budget(hp, config, backends::DeviceKind::cuda, {16ull << 30, free});
+  };
+  CHECK(gpu_budget(1ull << 30) == 0);  // less than 10% of the device
+  const uint64_t held_back = (8ull << 30) - gpu_budget(8ull << 30);
+  CHECK(held_back > (16ull << 30) / 10 + (1ull << 30));
+  CHECK(gpu_budget(held_back + (64ull << 20)) == 64ull << 20);
+
+  ClaimedGpu gpu;
+  auto model = Model::load(loader::open_weights(path), gpu);
+  gpu.free = held_back + 100 * per_block;
+  Engine engine(*model, *f.tokenizer, config);
+  CHECK(engine.num_kv_blocks() == 100);
+  gpu.free = held_back / 2;
+  try {
+    Engine none(*model, *f.tokenizer, config);
+    FAIL("started without a KV block");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("automatic") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::engine::testing
