@@ -172,7 +172,9 @@ class Backend {
   // --- step structure --------------------------------------------------------------
   // Called once per forward pass before its first op, with the step's sequences
   // (rows beyond them, up to num_rows, are padding). A GPU backend uploads the
-  // attention metadata here, so attention() reads it from device memory.
+  // attention metadata here, so attention() reads it from device memory: the
+  // `sequences` given to attention() in the step must be these (a backend may use
+  // either). Attention output rows of padding are unspecified (CUDA: zeros).
   virtual void begin_step(std::span<const SequenceSlice> sequences, int64_t num_rows);
   // Recorded steps (CUDA graphs): for a decode-only step of num_tokens rows, the
   // number of rows the backend records such steps at (a bucket >= num_tokens; the
