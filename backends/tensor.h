@@ -56,4 +56,12 @@ struct Tensor {
   Tensor reshape(std::initializer_list<int64_t> new_shape) const;
 };
 
+// Same number of dimensions and the same extent in each (dtype and strides aside).
+inline bool same_shape(const Tensor& a, const Tensor& b) {
+  if (a.ndim != b.ndim) return false;
+  for (int i = 0; i < a.ndim; ++i)
+    if (a.shape[static_cast<size_t>(i)] != b.shape[static_cast<size_t>(i)]) return false;
+  return true;
+}
+
 }  // namespace sluice::backends

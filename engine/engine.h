@@ -141,6 +141,7 @@ class Engine {
   std::unique_ptr<Sampler> sampler_;
   std::vector<backends::RowSampling> device_rows_;     // sample_on_device's reused buffers
   std::vector<backends::LogitAdjust> device_adjust_;
+  std::vector<size_t> device_adjust_ends_;
   std::vector<backends::SampledToken> device_tokens_;
   std::unordered_map<std::string, std::unique_ptr<ActiveRequest>> active_;
   std::vector<ActiveRequest*> dirty_;  // requests with a delta to push this step

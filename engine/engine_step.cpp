@@ -75,17 +75,19 @@ void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>
 void Engine::sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results) {
   device_rows_.clear();
   device_adjust_.clear();
-  std::vector<std::pair<size_t, size_t>> ranges;  // each row's entries in device_adjust_
+  device_adjust_ends_.clear();  // each row's entries end here in device_adjust_
   for (const ScheduledSequence& scheduled : step.seqs) {
     if (!scheduled.samples) continue;
     Sequence& seq = *scheduled.seq;
-    const size_t first = device_adjust_.size();
     device_rows_.push_back(
         sampler_->device_row(seq.params(), seq.prompt_tokens(), seq.output_tokens(), seq.rng(), device_adjust_));
-    ranges.emplace_back(first, device_adjust_.size() - first);
+    device_adjust_ends_.push_back(device_adjust_.size());
   }
-  for (size_t i = 0; i < device_rows_.size(); ++i)
-    device_rows_[i].adjust = std::span(device_adjust_).subspan(ranges[i].first, ranges[i].second);
+  size_t first = 0;
+  for (size_t i = 0; i < device_rows_.size(); ++i) {
+    device_rows_[i].adjust = std::span(device_adjust_).subspan(first, device_adjust_ends_[i] - first);
+    first = device_adjust_ends_[i];
+  }
   device_tokens_.resize(device_rows_.size());
   runner_->run_and_sample(step, device_rows_, device_tokens_);
   size_t row = 0;

@@ -9,13 +9,6 @@
 
 namespace sluice::backends::cpu {
 
-inline bool same_shape(const Tensor& a, const Tensor& b) {
-  if (a.ndim != b.ndim) return false;
-  for (int i = 0; i < a.ndim; ++i)
-    if (a.shape[i] != b.shape[i]) return false;
-  return true;
-}
-
 // Calls fn(row) for rows [0, num_rows), in parallel chunks of at least ~16K
 // elements so that small ops (one decode token) run on the calling thread alone.
 template <class Fn>

@@ -9,13 +9,6 @@
 namespace sluice::backends::cuda {
 namespace {
 
-bool same_shape(const Tensor& a, const Tensor& b) {
-  if (a.ndim != b.ndim) return false;
-  for (int i = 0; i < a.ndim; ++i)
-    if (a.shape[static_cast<size_t>(i)] != b.shape[static_cast<size_t>(i)]) return false;
-  return true;
-}
-
 const float* f32(const Tensor& t) { return device_ptr_as<const float>(t); }
 float* f32_mut(const Tensor& t) { return device_ptr_as<float>(t); }
 int64_t stride(const Tensor& t) { return row_stride_elems(t, sizeof(float)); }

@@ -100,12 +100,19 @@ backends::Tensor Model::forward_on_device(const StepBatch& batch, KvCache& cache
   if (recorded_rows > 0) return forward_recorded(batch, cache, recorded_rows);
 
   const Workspace::Views views = workspace_views(t, r);
-  backend_.upload(views.token_ids, bytes_of(batch.token_ids));
-  backend_.upload(views.positions, bytes_of(batch.positions));
-  backend_.upload(views.kv_slots, bytes_of(batch.kv_slots));
-  backend_.begin_step(batch.sequences, t);
+  begin_step(views, batch.token_ids, batch.positions, batch.kv_slots, batch.sequences);
   run_layers(views, batch.sequences, cache);
   return final_logits(batch, views);
+}
+
+// Uploads a step's per-row inputs (all of views' rows) and its attention metadata.
+void Model::begin_step(const Workspace::Views& views, std::span<const int32_t> ids,
+                       std::span<const int32_t> positions, std::span<const int32_t> slots,
+                       std::span<const backends::SequenceSlice> sequences) {
+  backend_.upload(views.token_ids, bytes_of(ids));
+  backend_.upload(views.positions, bytes_of(positions));
+  backend_.upload(views.kv_slots, bytes_of(slots));
+  backend_.begin_step(sequences, static_cast<int64_t>(ids.size()));
 }
 
 bool Model::is_plain_decode(const StepBatch& batch) {
@@ -145,10 +152,7 @@ backends::Tensor Model::forward_recorded(const StepBatch& batch, KvCache& cache,
   pad_ids_.resize(static_cast<size_t>(rows), 0);
   pad_positions_.resize(static_cast<size_t>(rows), 0);
   pad_slots_.resize(static_cast<size_t>(rows), -1);
-  backend_.upload(views.token_ids, bytes_of(std::span<const int32_t>(pad_ids_)));
-  backend_.upload(views.positions, bytes_of(std::span<const int32_t>(pad_positions_)));
-  backend_.upload(views.kv_slots, bytes_of(std::span<const int32_t>(pad_slots_)));
-  backend_.begin_step(batch.sequences, rows);
+  begin_step(views, pad_ids_, pad_positions_, pad_slots_, batch.sequences);
   backend_.run_recorded(rows, [&] {
     run_layers(views, batch.sequences, cache);
     backend_.rms_norm(views.hidden, weights_.output_norm, hparams_.norm_eps, views.final_hidden);

@@ -62,6 +62,8 @@ class Model {
   void check(const StepBatch& batch, const KvCache& cache) const;
   backends::Tensor final_logits(const StepBatch& batch, const Workspace::Views& views);
   static bool is_plain_decode(const StepBatch& batch);
+  void begin_step(const Workspace::Views& views, std::span<const int32_t> ids, std::span<const int32_t> positions,
+                  std::span<const int32_t> slots, std::span<const backends::SequenceSlice> sequences);
   Workspace::Views workspace_views(int64_t num_tokens, int64_t num_logit_rows);
   void run_layers(const Workspace::Views& views, std::span<const backends::SequenceSlice> sequences,
                   KvCache& cache);
