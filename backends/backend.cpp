@@ -6,6 +6,14 @@
 
 namespace sluice::backends {
 
+std::unique_ptr<Buffer> Backend::wrap_matrix(std::span<const std::byte> bytes, DType, int64_t, int64_t) {
+  return wrap_weights(bytes);
+}
+
+void Backend::matmul_shared_input(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys) {
+  for (size_t i = 0; i < ws.size(); ++i) matmul(x, ws[i], ys[i]);
+}
+
 void Backend::add_rms_norm(const Tensor& hidden, const Tensor& branch, const Tensor& weight, float eps,
                            const Tensor& normed) {
   add(hidden, branch, hidden);

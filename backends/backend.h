@@ -109,6 +109,17 @@ class Backend {
   // them without a copy, a GPU backend copies them to the device as they are
   // (quantized stays quantized). `bytes` must outlive the buffer.
   virtual std::unique_ptr<Buffer> wrap_weights(std::span<const std::byte> bytes) = 0;
+  // A weight matrix [rows, cols] of `dtype` that matmul() will read: as
+  // wrap_weights by default; a backend may also keep a layout of its own that its
+  // kernels read faster (the CPU repacks quantized rows into interleaved groups).
+  // Every op still sees the tensor's own dtype and bytes (embed reads them).
+  virtual std::unique_ptr<Buffer> wrap_matrix(std::span<const std::byte> bytes, DType dtype, int64_t rows,
+                                              int64_t cols);
+  // Bytes of weight layouts the backend made itself (repacked or quantized at
+  // load), beyond the weights as loaded.
+  virtual uint64_t made_weight_bytes() const { return 0; }
+  // The kernel path matmul runs ("avx512-vnni", "cublas"...), for the load log.
+  virtual std::string kernel_path() const { return name(); }
   // dst must be contiguous and src.size() == dst.num_bytes().
   virtual void upload(const Tensor& dst, std::span<const std::byte> src) = 0;
   virtual void download(const Tensor& src, std::span<std::byte> dst) = 0;
@@ -156,7 +167,9 @@ class Backend {
 
   // --- fused ops ------------------------------------------------------------------
   // Each default composes the ops above, so a backend without a fused kernel gives
-  // the same result; a GPU backend overrides them to read activations once.
+  // the same result; a backend overrides them to read activations once.
+  // ys[i] = x · ws[i]ᵀ for weights that share one input (Q, K and V).  ys[i] [T, out_i]
+  virtual void matmul_shared_input(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys);
   // hidden += branch, then normed = rms_norm(hidden) * weight.  hidden, branch, normed [R, d]
   virtual void add_rms_norm(const Tensor& hidden, const Tensor& branch, const Tensor& weight, float eps,
                             const Tensor& normed);
@@ -199,7 +212,11 @@ class Backend {
   virtual void sample(const Tensor& logits, std::span<const RowSampling> rows, std::span<SampledToken> out);
 };
 
-// The CPU backend with `num_threads` compute threads (0: one per core).
+// The CPU backend with `num_threads` compute threads (0: one per core), on the
+// kernel path chosen at start (backends/cpu/quant/cpu_features.h).
 std::unique_ptr<Backend> make_cpu_backend(int num_threads = 0);
+// The CPU backend on the f32 path: activations never quantized, weights expanded
+// to F32. Reference numerics for parity tests; several times slower.
+std::unique_ptr<Backend> make_reference_cpu_backend(int num_threads = 0);
 
 }  // namespace sluice::backends

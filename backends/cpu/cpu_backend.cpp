@@ -11,11 +11,16 @@
 #include "backends/cpu/dequantize.h"
 #include "backends/cpu/matmul.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/quant/packed_matrix.h"
 
 namespace sluice::backends {
 
 std::unique_ptr<Backend> make_cpu_backend(int num_threads) {
-  return std::make_unique<cpu::CpuBackend>(num_threads);
+  return std::make_unique<cpu::CpuBackend>(num_threads, cpu::active_kernel_path());
+}
+
+std::unique_ptr<Backend> make_reference_cpu_backend(int num_threads) {
+  return std::make_unique<cpu::CpuBackend>(num_threads, cpu::KernelPath::f32);
 }
 
 namespace cpu {
@@ -35,7 +40,10 @@ MemoryInfo read_meminfo(const char* path) {
   return info;
 }
 
-CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {}
+CpuBackend::CpuBackend(int num_threads, KernelPath path)
+    : pool_(num_threads), path_(path), quant_matmul_(path == KernelPath::f32 ? KernelPath::scalar : path) {}
+
+std::string CpuBackend::kernel_path() const { return std::string(kernel_path_name(path_)); }
 
 MemoryInfo CpuBackend::memory_info() const { return read_meminfo(); }
 
@@ -43,6 +51,26 @@ std::unique_ptr<Buffer> CpuBackend::allocate(size_t bytes) { return std::make_un
 
 std::unique_ptr<Buffer> CpuBackend::wrap_weights(std::span<const std::byte> bytes) {
   return std::make_unique<WrappedBuffer>(bytes);
+}
+
+std::unique_ptr<Buffer> CpuBackend::wrap_matrix(std::span<const std::byte> bytes, DType dtype, int64_t rows,
+                                                int64_t cols) {
+  if (path_ == KernelPath::f32 || !packed_format(dtype) || cols % kPackBlock != 0) return wrap_weights(bytes);
+  const size_t row_bytes = bytes.size() / static_cast<size_t>(std::max<int64_t>(rows, 1));
+  SLUICE_CHECK(row_bytes * static_cast<size_t>(rows) == bytes.size(), "wrap_matrix: bytes are not rows x row_bytes");
+  auto packed = std::make_unique<PackedMatrix>(pool_, dtype, bytes.data(), row_bytes, rows, cols);
+  made_weight_bytes_ += packed->num_bytes();
+  return std::make_unique<PackedWeightBuffer>(bytes, std::move(packed));
+}
+
+const PackedMatrix* CpuBackend::packed(const Tensor& w, std::unique_ptr<PackedMatrix>& temp) {
+  if (path_ == KernelPath::f32 || !packed_format(w.dtype) || w.cols() % kPackBlock != 0) return nullptr;
+  const auto* buffer = dynamic_cast<const PackedWeightBuffer*>(w.buffer);
+  if (buffer && w.offset == 0 && buffer->packed().rows() == w.rows() && buffer->packed().cols() == w.cols() &&
+      buffer->packed().source_dtype() == w.dtype)
+    return &buffer->packed();
+  temp = std::make_unique<PackedMatrix>(pool_, w.dtype, host_ptr(w), w.row_stride, w.rows(), w.cols());
+  return temp.get();
 }
 
 void CpuBackend::upload(const Tensor& dst, std::span<const std::byte> src) {
@@ -91,7 +119,38 @@ bool CpuBackend::supports_matmul(DType weight_dtype) const { return can_dequanti
 void CpuBackend::embed(const Tensor& table, const Tensor& ids, const Tensor& out) {
   cpu::embed(pool_, table, ids, out);
 }
-void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor& y) { cpu::matmul(pool_, x, w, y); }
+void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor& y) {
+  std::unique_ptr<PackedMatrix> temp;
+  if (const PackedMatrix* p = packed(w, temp)) {
+    const PackedMatrix* ws[] = {p};
+    quant_matmul_.run(pool_, x, ws, {&y, 1});
+    return;
+  }
+  cpu::matmul(pool_, x, w, y);
+}
+
+void CpuBackend::matmul_shared_input(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys) {
+  constexpr size_t kMax = 4;
+  std::unique_ptr<PackedMatrix> temps[kMax];
+  const PackedMatrix* packs[kMax];
+  bool all_packed = ws.size() <= kMax;
+  for (size_t i = 0; all_packed && i < ws.size(); ++i) all_packed = (packs[i] = packed(ws[i], temps[i])) != nullptr;
+  if (!all_packed) return Backend::matmul_shared_input(x, ws, ys);
+  quant_matmul_.run(pool_, x, {packs, ws.size()}, ys);
+}
+
+void CpuBackend::gated_mlp(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, bool gelu,
+                           const Tensor& scratch, const Tensor& out) {
+  // gate -> out, up -> scratch in one op, then the activation.
+  const Tensor ws[] = {w_gate, w_up};
+  const Tensor ys[] = {out, scratch};
+  matmul_shared_input(x, ws, ys);
+  if (gelu) {
+    cpu::geglu(pool_, out, scratch, out);
+  } else {
+    cpu::swiglu(pool_, out, scratch, out);
+  }
+}
 void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   cpu::rms_norm(pool_, x, weight, eps, out);
 }

@@ -2,17 +2,20 @@
 // CpuBackend: the Backend on host memory. Owns a ThreadPool of compute threads;
 // ops run synchronously on the calling thread plus the pool, so synchronize() has
 // nothing to wait for. Like every Backend, one thread (the model's engine thread)
-// uses it at a time. Weights are wrapped in place (no copy of the mmap'd file).
+// uses it at a time. Weights are wrapped in place (no copy of the mmap'd file);
+// quantized matrices are also repacked once for the integer kernels of the path
+// chosen at start (cpu_features.h).
 #include <memory>
 
 #include "backends/backend.h"
+#include "backends/cpu/quant/quant_matmul.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace sluice::backends::cpu {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int num_threads);
+  CpuBackend(int num_threads, KernelPath path);
 
   std::string name() const override { return "cpu"; }
   DeviceKind device() const override { return DeviceKind::cpu; }
@@ -21,6 +24,10 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<Buffer> allocate(size_t bytes) override;
   std::unique_ptr<Buffer> wrap_weights(std::span<const std::byte> bytes) override;
+  std::unique_ptr<Buffer> wrap_matrix(std::span<const std::byte> bytes, DType dtype, int64_t rows,
+                                      int64_t cols) override;
+  uint64_t made_weight_bytes() const override { return made_weight_bytes_; }
+  std::string kernel_path() const override;
   void upload(const Tensor& dst, std::span<const std::byte> src) override;
   void download(const Tensor& src, std::span<std::byte> dst) override;
   void fill_zero(const Tensor& dst) override;
@@ -31,6 +38,9 @@ class CpuBackend final : public Backend {
 
   void embed(const Tensor& table, const Tensor& ids, const Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor& y) override;
+  void matmul_shared_input(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys) override;
+  void gated_mlp(const Tensor& x, const Tensor& w_gate, const Tensor& w_up, bool gelu, const Tensor& scratch,
+                 const Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
   void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                   const Tensor& out) override;
@@ -45,7 +55,14 @@ class CpuBackend final : public Backend {
                  const AttentionParams& params, const Tensor& out) override;
 
  private:
+  // w's repacked form: its buffer's, or one made now into `temp` (a weight that
+  // was not loaded through wrap_matrix); nullptr for the float dtypes.
+  const PackedMatrix* packed(const Tensor& w, std::unique_ptr<PackedMatrix>& temp);
+
   ThreadPool pool_;
+  KernelPath path_;
+  QuantMatmul quant_matmul_;
+  uint64_t made_weight_bytes_ = 0;
 };
 
 // /proc/meminfo's MemTotal and MemAvailable; zeros where it cannot be read.

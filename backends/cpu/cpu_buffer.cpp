@@ -5,6 +5,7 @@
 #include <new>
 
 #include "backends/check.h"
+#include "backends/cpu/quant/packed_matrix.h"
 
 namespace sluice::backends::cpu {
 
@@ -17,6 +18,11 @@ HostBuffer::HostBuffer(size_t size) : size_(size) {
 }
 
 HostBuffer::~HostBuffer() { std::free(data_); }
+
+PackedWeightBuffer::PackedWeightBuffer(std::span<const std::byte> bytes, std::unique_ptr<PackedMatrix> packed)
+    : bytes_(bytes), packed_(std::move(packed)) {}
+
+PackedWeightBuffer::~PackedWeightBuffer() = default;
 
 std::byte* host_ptr(const Tensor& t) {
   const auto* buffer = dynamic_cast<const CpuBuffer*>(t.buffer);

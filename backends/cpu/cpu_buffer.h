@@ -3,11 +3,14 @@
 // reach a Tensor's bytes. Nothing outside backends/cpu/ includes this file.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "backends/tensor.h"
 
 namespace sluice::backends::cpu {
+
+class PackedMatrix;
 
 inline constexpr size_t kBufferAlignment = 64;  // a cache line; every SIMD width we use
 
@@ -45,6 +48,21 @@ class WrappedBuffer final : public CpuBuffer {
 
  private:
   std::span<const std::byte> bytes_;
+};
+
+// A weight matrix borrowed as WrappedBuffer does, plus the repacked copy that the
+// integer matmul reads (every other op reads the original bytes).
+class PackedWeightBuffer final : public CpuBuffer {
+ public:
+  PackedWeightBuffer(std::span<const std::byte> bytes, std::unique_ptr<PackedMatrix> packed);
+  ~PackedWeightBuffer() override;
+  size_t size() const override { return bytes_.size(); }
+  std::byte* data() const override { return const_cast<std::byte*>(bytes_.data()); }
+  const PackedMatrix& packed() const { return *packed_; }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::unique_ptr<PackedMatrix> packed_;
 };
 
 // Element 0 of t: its buffer's base + offset. Checks that t lives in a CPU buffer.

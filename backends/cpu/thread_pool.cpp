@@ -3,28 +3,36 @@
 #include <algorithm>
 
 namespace sluice::backends::cpu {
+namespace {
+
+inline void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+void run_share(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int share, int num_shares) {
+  const int64_t begin = n * share / num_shares;
+  const int64_t end = n * (share + 1) / num_shares;
+  if (begin < end) fn(begin, end);
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  num_threads_ = num_threads;
+  num_threads_ = std::min(num_threads, kMaxThreads);
   workers_.reserve(static_cast<size_t>(num_threads_ - 1));
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  start_cv_.notify_all();
+  stopping_.store(true);
+  job_.fetch_add(uint64_t{1} << 16);
+  job_.notify_all();
   for (std::thread& t : workers_) t.join();
-}
-
-void ThreadPool::run_share(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int share,
-                           int num_shares) {
-  const int64_t begin = n * share / num_shares;
-  const int64_t end = n * (share + 1) / num_shares;
-  if (begin < end) fn(begin, end);
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
@@ -34,44 +42,41 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
-  {
-    std::lock_guard lock(mutex_);
-    fn_ = &fn;
-    n_ = n;
-    num_shares_ = num_shares;
-    num_pending_ = num_shares - 1;
-    ++generation_;
-  }
-  start_cv_.notify_all();
+  fn_ = &fn;
+  n_ = n;
+  pending_.store(num_shares - 1, std::memory_order_relaxed);
+  const uint64_t counter = (job_.load(std::memory_order_relaxed) >> 16) + 1;
+  job_.store((counter << 16) | static_cast<uint64_t>(num_shares));  // seq_cst: before reading sleepers_
+  if (sleepers_.load() > 0) job_.notify_all();
   run_share(fn, n, 0, num_shares);
-  std::unique_lock lock(mutex_);
-  done_cv_.wait(lock, [this] { return num_pending_ == 0; });
-  fn_ = nullptr;
+  while (pending_.load(std::memory_order_acquire) != 0) pause();
+}
+
+uint64_t ThreadPool::wait_for_job(uint64_t seen) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int spins = 0;; ++spins) {
+    const uint64_t job = job_.load(std::memory_order_acquire);
+    if (job != seen) return job;
+    pause();
+    if (spins % 64 == 63 && std::chrono::steady_clock::now() > deadline) {
+      // Registered as a sleeper before waiting: parallel_for either sees the
+      // registration and notifies, or wait() sees the new job word and returns.
+      sleepers_.fetch_add(1);
+      job_.wait(seen);
+      sleepers_.fetch_sub(1);
+    }
+  }
 }
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* fn;
-    int64_t n;
-    int num_shares;
-    {
-      std::unique_lock lock(mutex_);
-      start_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
-      if (index >= num_shares_) continue;  // this job has fewer shares than threads
-      fn = fn_;
-      n = n_;
-      num_shares = num_shares_;
-    }
-    run_share(*fn, n, index, num_shares);
-    bool last;
-    {
-      std::lock_guard lock(mutex_);
-      last = --num_pending_ == 0;
-    }
-    if (last) done_cv_.notify_one();
+    seen = wait_for_job(seen);
+    if (stopping_.load()) return;
+    const int num_shares = static_cast<int>(seen & 0xFFFF);
+    if (index >= num_shares) continue;  // this job has fewer shares than threads
+    run_share(*fn_, n_, index, num_shares);
+    pending_.fetch_sub(1, std::memory_order_release);
   }
 }
 

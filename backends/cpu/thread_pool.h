@@ -7,10 +7,15 @@
 // every share is done. Shares are contiguous ranges whose bounds depend only on n
 // and the thread count; kernels must make each output's math independent of
 // those bounds (batch invariance), so the split is a matter of speed only.
-#include <condition_variable>
+//
+// Between ops a forward pass leaves the workers idle for microseconds, so they
+// spin (with a pause hint) for kSpin before sleeping on the job counter; the
+// caller spins on the pending count. One parallel_for is one barrier, and it
+// allocates nothing.
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -18,7 +23,11 @@ namespace sluice::backends::cpu {
 
 class ThreadPool {
  public:
-  // num_threads <= 0: one per hardware thread.
+  // How long an idle worker spins before it sleeps.
+  static constexpr std::chrono::microseconds kSpin{200};
+
+  // num_threads <= 0: one per hardware thread; at most kMaxThreads.
+  static constexpr int kMaxThreads = 4096;
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -32,21 +41,22 @@ class ThreadPool {
 
  private:
   void worker_loop(int index);
-  static void run_share(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int share,
-                        int num_shares);
+  // Waits until the job word differs from `seen` and returns the new word.
+  uint64_t wait_for_job(uint64_t seen);
 
   int num_threads_;
   std::vector<std::thread> workers_;
 
-  std::mutex mutex_;
-  std::condition_variable start_cv_;
-  std::condition_variable done_cv_;
-  uint64_t generation_ = 0;  // bumped per parallel_for; workers run once per bump
-  int num_shares_ = 0;       // shares of the current job (workers with index >= skip it)
-  int num_pending_ = 0;      // worker shares not finished yet
-  int64_t n_ = 0;
+  // The current job: written by the caller before it publishes job_, read by the
+  // workers that take part in it (the caller waits for them, so it stays put).
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  bool stopping_ = false;
+  int64_t n_ = 0;
+  // (job counter << 16) | number of shares: one store per job, so a worker that
+  // sits a job out (index >= shares) never mistakes a later job's fields for it.
+  std::atomic<uint64_t> job_{0};
+  std::atomic<int> pending_{0};          // worker shares not finished yet
+  std::atomic<int> sleepers_{0};         // workers blocked in job_.wait
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace sluice::backends::cpu

@@ -31,7 +31,13 @@ class WeightBinder {
       throw LoadError(source_.path(), "tensor '" + name + "': rows of " + std::to_string(cols) +
                                           " elements are not whole " +
                                           std::string(backends::dtype_name(view.dtype)) + " blocks");
-    return bind(name, view, {rows, cols});
+    // Sizes are checked before the backend reads (and may repack) the bytes.
+    const uint64_t expected = *backends::dtype_bytes(view.dtype, static_cast<uint64_t>(rows * cols));
+    if (expected != view.data.size())
+      throw LoadError(source_.path(), "tensor '" + name + "': " + std::to_string(view.data.size()) +
+                                          " bytes where its shape needs " + std::to_string(expected));
+    auto& buffer = out_.buffers.emplace_back(backend_.wrap_matrix(view.data, view.dtype, rows, cols));
+    return check_size(name, view, Tensor::make(buffer.get(), 0, view.dtype, {rows, cols}));
   }
 
   // A vector [n] in F32 (norm weights).
@@ -48,7 +54,10 @@ class WeightBinder {
   Tensor bind(const std::string& name, const loader::WeightView& view,
               std::initializer_list<int64_t> shape) {
     auto& buffer = out_.buffers.emplace_back(backend_.wrap_weights(view.data));
-    Tensor tensor = Tensor::make(buffer.get(), 0, view.dtype, shape);
+    return check_size(name, view, Tensor::make(buffer.get(), 0, view.dtype, shape));
+  }
+
+  Tensor check_size(const std::string& name, const loader::WeightView& view, const Tensor& tensor) {
     if (tensor.num_bytes() != view.data.size())
       throw LoadError(source_.path(), "tensor '" + name + "': " + std::to_string(view.data.size()) +
                                           " bytes where its shape needs " +

@@ -13,9 +13,11 @@ void attention_block(const StepContext& step, const LayerWeights& w, const backe
   const float eps = h.norm_eps;
 
   // ws.normed holds rms_norm(hidden) * attn_norm on entry.
-  be.matmul(ws.normed, w.attn_q, ws.q);  // q [T, heads*hd]
-  be.matmul(ws.normed, w.attn_k, ws.k);  // k [T, kv_heads*hd]
-  be.matmul(ws.normed, w.attn_v, ws.v);  // v [T, kv_heads*hd]
+  // q [T, heads*hd]; k, v [T, kv_heads*hd]: one op, so the input is read (and on
+  // the CPU quantized) once.
+  const backends::Tensor qkv_w[] = {w.attn_q, w.attn_k, w.attn_v};
+  const backends::Tensor qkv[] = {ws.q, ws.k, ws.v};
+  be.matmul_shared_input(ws.normed, qkv_w, qkv);
 
   // Per-head views: q3 [T, heads, hd]; k3, v3 [T, kv_heads, hd].
   const backends::Tensor q3 = ws.q.reshape({t, h.num_heads, h.head_dim});

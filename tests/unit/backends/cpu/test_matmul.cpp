@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "backends/cpu/dequantize.h"
+#include "backends/cpu/quant/packed_matrix.h"
+#include "backends/cpu/thread_pool.h"
 #include "backends/cpu/half.h"
 #include "cpu_test_util.h"
 
@@ -18,45 +20,6 @@ namespace {
 
 constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
                                   DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-
-void put_half(std::vector<std::byte>& bytes, size_t at, float value) {
-  const uint16_t h = cpu::fp32_to_fp16(value);
-  bytes[at] = static_cast<std::byte>(h & 0xFF);
-  bytes[at + 1] = static_cast<std::byte>(h >> 8);
-}
-
-// Random payload bits with tame, finite F16 scales in every block.
-std::vector<std::byte> random_weights(DType dtype, int64_t rows, int64_t cols, std::mt19937& rng) {
-  const auto& traits = dtype_traits(dtype);
-  const size_t num_bytes = *dtype_bytes(dtype, static_cast<uint64_t>(rows * cols));
-  std::vector<std::byte> bytes(num_bytes);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f), scale(0.001f, 0.05f);
-  if (dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16) {
-    for (int64_t i = 0; i < rows * cols; ++i) {
-      const float v = value(rng);
-      if (dtype == DType::F32) {
-        std::memcpy(&bytes[static_cast<size_t>(i) * 4], &v, 4);
-      } else {
-        const uint16_t h = dtype == DType::F16 ? cpu::fp32_to_fp16(v) : cpu::fp32_to_bf16(v);
-        std::memcpy(&bytes[static_cast<size_t>(i) * 2], &h, 2);
-      }
-    }
-    return bytes;
-  }
-  for (auto& b : bytes) b = static_cast<std::byte>(rng() & 0xFF);
-  for (size_t at = 0; at < num_bytes; at += traits.block_bytes) {
-    switch (dtype) {
-      case DType::Q6_K: put_half(bytes, at + 208, scale(rng)); break;
-      case DType::Q8_0:
-      case DType::Q4_0:
-      case DType::Q5_0: put_half(bytes, at, scale(rng)); break;
-      default:  // Q4_1, Q5_1, Q4_K, Q5_K: d then min
-        put_half(bytes, at, scale(rng));
-        put_half(bytes, at + 2, scale(rng));
-    }
-  }
-  return bytes;
-}
 
 struct MatmulCase {
   std::unique_ptr<Backend> backend;
@@ -78,6 +41,7 @@ std::vector<float> run_matmul(Backend& backend, const Tensor& w, const std::vect
 
 TEST_CASE("matmul: every weight dtype matches dequantize_row + a double dot") {
   auto backend = make_cpu_backend(2);
+  cpu::ThreadPool pool(2);
   std::mt19937 rng(7);
   struct Shape { int64_t t, in, out; };
   for (DType dtype : kWeightTypes) {
@@ -97,20 +61,34 @@ TEST_CASE("matmul: every weight dtype matches dequantize_row + a double dot") {
 
       std::vector<float> w_row(static_cast<size_t>(s.in));
       const size_t row_bytes = w.row_bytes();
+      std::unique_ptr<cpu::PackedMatrix> packed;
+      if (cpu::packed_format(dtype))
+        packed = std::make_unique<cpu::PackedMatrix>(pool, dtype, w_bytes.data(), row_bytes, s.out, s.in);
       int failures = 0;
       for (int64_t o = 0; o < s.out; ++o) {
         cpu::dequantize_row(dtype, w_bytes.data() + static_cast<size_t>(o) * row_bytes, w_row.data(), s.in);
         for (int64_t t = 0; t < s.t; ++t) {
-          double ref = 0.0, sum_abs = 0.0;
+          double ref = 0.0, sum_abs = 0.0, quant_error = 0.0, packed_abs = 0.0;
           for (int64_t k = 0; k < s.in; ++k) {
-            const double p = static_cast<double>(w_row[static_cast<size_t>(k)]) * x[static_cast<size_t>(t * s.in + k)];
-            ref += p;
-            sum_abs += std::fabs(p);
+            const double wk = w_row[static_cast<size_t>(k)], xk = x[static_cast<size_t>(t * s.in + k)];
+            ref += wk * xk;
+            sum_abs += std::fabs(wk * xk);
+            if (!packed) continue;
+            double amax = 0.0;
+            for (int64_t j = k / 32 * 32; j < k / 32 * 32 + 32; ++j)
+              amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(t * s.in + j)])));
+            const cpu::PackedValues v = packed->values(o, k / 32);
+            const int h = packed->format().split16 && k % 32 >= 16 ? 1 : 0;
+            const double w_packed = static_cast<double>(v.a[h]) * v.u[k % 32] + v.b[h];
+            quant_error += std::fabs(wk) * amax / 127.0 / 2.0 * (1.0 + 1e-6) + std::fabs(xk) * std::fabs(w_packed - wk);
+            packed_abs += std::fabs(w_packed) * (std::fabs(xk) + amax / 254.0);
           }
+          const double bound = dot_error_bound(s.in, sum_abs) + quant_error +
+                               (4.0 * static_cast<double>(s.in / 32) + 8.0) * std::ldexp(1.0, -24) * packed_abs;
           const double got = y[static_cast<size_t>(t * s.out + o)];
-          if (std::fabs(got - ref) > dot_error_bound(s.in, sum_abs) && failures++ < 3) {
+          if (std::fabs(got - ref) > bound && failures++ < 3) {
             INFO("t=" << t << " o=" << o << " got " << got << " ref " << ref);
-            CHECK(std::fabs(got - ref) <= dot_error_bound(s.in, sum_abs));
+            CHECK(std::fabs(got - ref) <= bound);
           }
         }
       }

@@ -88,7 +88,7 @@ struct Backends {
 inline Backends backends_or_skip() {
   Backends b;
   b.gpu = cuda_backend_or_skip("CUDA op parity");
-  if (b.gpu) b.cpu = make_cpu_backend(0);
+  if (b.gpu) b.cpu = make_reference_cpu_backend(0);
   return b;
 }
 

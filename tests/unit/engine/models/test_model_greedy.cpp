@@ -1,5 +1,10 @@
 // Greedy decoding of the real default model (models/SmolLM2-135M-Instruct.Q4_1.gguf,
-// fetched by `make test-models`) on the CUDA backend equals the CPU backend's:
+// fetched by `make test-models`) on a fast path equals the CPU reference path's
+// (F32 activations, the numerics the transformers goldens are checked with): the
+// CUDA backend, and the CPU's own integer kernels (int8 activations; their logits
+// move by activation rounding: measured up to 4.5e-2 of max|logit| (0.8 logits),
+// bounded by kInt8LogitTolerance = 6e-2; llama.cpp, which rounds activations the
+// same way, gives the same greedy text on these prompts):
 // 32 greedy tokens (Model::forward + Sampler::argmax, one decode step per token, F16
 // KV cache as served) for the prompts of tests/fixtures/real_models/greedy_goldens.json
 // (their token ids, so no tokenizer is involved) and one longer prompt made of
@@ -21,7 +26,7 @@
 //     flip at a gap above E needs the two tokens' errors to be near the vocabulary
 //     maximum with opposite signs, which rounding noise does not do.
 //     How many steps each prompt compared, and where it stopped, is printed.
-// Skips (MESSAGE) without a CUDA device or without the model file.
+// Skips (MESSAGE) without a CUDA device (that case) or without the model file.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +52,7 @@ namespace fs = std::filesystem;
 constexpr const char* kModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 constexpr int kSteps = 32;
 constexpr double kLogitTolerance = 2e-2;
+constexpr double kInt8LogitTolerance = 6e-2;
 constexpr double kMinGap = 1e-2;
 constexpr size_t kLongPrompt = 30;  // + 31 fed tokens fits a ModelRunner region (64)
 
@@ -96,26 +102,24 @@ std::vector<std::vector<int32_t>> prompts_from_goldens() {
   return prompts;
 }
 
-TEST_CASE("real model: 32 greedy tokens on CUDA == on the CPU (SmolLM2-135M Q4_1)") {
-  auto gpu = backends::test::cuda_backend_or_skip("CUDA greedy equality");
-  if (!gpu) return;
-  const fs::path model = fs::path(SLUICE_FIXTURES_DIR).parent_path().parent_path() / "models" / kModelFile;
-  if (!fs::exists(model)) {
-    MESSAGE("CUDA greedy equality skipped: " << model << " is missing (make test-models fetches it)");
-    return;
-  }
+fs::path model_path() {
+  return fs::path(SLUICE_FIXTURES_DIR).parent_path().parent_path() / "models" / kModelFile;
+}
+
+// `fast` against the CPU reference path on every prompt; `what` names it in messages.
+void check_greedy_equality(backends::Backend& fast, const std::string& what, double logit_tolerance) {
   const auto prompts = prompts_from_goldens();
-  const std::shared_ptr<const loader::WeightSource> weights = loader::open_gguf_weights(model);
-  auto cpu = backends::make_cpu_backend(0);
+  const std::shared_ptr<const loader::WeightSource> weights = loader::open_gguf_weights(model_path());
+  auto cpu = backends::make_reference_cpu_backend(0);
   ModelRunner on_cpu(weights, *cpu, backends::DType::F16);
-  ModelRunner on_gpu(weights, *gpu, backends::DType::F16);
+  ModelRunner on_fast(weights, fast, backends::DType::F16);
 
   int total_compared = 0;
   double worst_logit_error = 0.0;
   for (size_t p = 0; p < prompts.size(); ++p) {
     CAPTURE(p);
-    const Generation c = generate(on_cpu, prompts[p]);
-    const Generation g = generate(on_gpu, prompts[p]);
+    const Generation c = generate(on_cpu, prompts[p]);  // c: the reference, g: the path under test
+    const Generation g = generate(on_fast, prompts[p]);
     int compared = 0;
     std::string stop = "all steps";
     for (int step = 0; step < kSteps; ++step) {
@@ -130,7 +134,7 @@ TEST_CASE("real model: 32 greedy tokens on CUDA == on the CPU (SmolLM2-135M Q4_1
       }
       const double relative = max_diff / std::max(max_abs, 1e-30);
       worst_logit_error = std::max(worst_logit_error, relative);
-      CHECK(relative < kLogitTolerance);
+      CHECK(relative < logit_tolerance);
       const double gap = top2_gap(cl);
       if (gap < std::max(kMinGap, max_diff)) {
         stop = "step " + std::to_string(step) + " (CPU top-2 gap " + std::to_string(gap) + ", max logit diff " +
@@ -145,9 +149,26 @@ TEST_CASE("real model: 32 greedy tokens on CUDA == on the CPU (SmolLM2-135M Q4_1
     MESSAGE("prompt " << p << " (" << prompts[p].size() << " tokens): " << compared << " of " << kSteps
                       << " greedy tokens compared equal; stopped at " << stop);
   }
-  MESSAGE("CUDA vs CPU greedy: worst relative logit difference " << worst_logit_error);
+  MESSAGE(what << " vs CPU reference greedy: worst relative logit difference " << worst_logit_error);
   // Every prompt's first token has a wide margin (the goldens' first margins are >= 0.39).
   CHECK(total_compared >= static_cast<int>(prompts.size()));
+}
+
+TEST_CASE("real model: 32 greedy tokens on CUDA == on the CPU (SmolLM2-135M Q4_1)") {
+  auto gpu = backends::test::cuda_backend_or_skip("CUDA greedy equality");
+  if (!gpu) return;
+  if (!fs::exists(model_path())) {
+    MESSAGE("CUDA greedy equality skipped: " << model_path() << " is missing (make test-models fetches it)");
+    return;
+  }
+  check_greedy_equality(*gpu, "CUDA", kLogitTolerance);
+}
+
+TEST_CASE("real model: 32 greedy tokens on the CPU integer kernels == the CPU reference (SmolLM2-135M Q4_1)") {
+  // make test fetches the model; a run without it must not pass silently.
+  REQUIRE_MESSAGE(fs::exists(model_path()), model_path() << " is missing (make test-models fetches it)");
+  auto cpu = backends::make_cpu_backend(0);
+  check_greedy_equality(*cpu, "CPU " + cpu->kernel_path(), kInt8LogitTolerance);
 }
 
 }  // namespace
