@@ -175,7 +175,7 @@ void CpuBackend::write_kv(const Tensor& k, const Tensor& v, const KvLayer& cache
 }
 void CpuBackend::attention(const Tensor& q, const KvLayer& cache, std::span<const SequenceSlice> sequences,
                            const AttentionParams& params, const Tensor& out) {
-  cpu::attention(pool_, q, cache, sequences, params, out);
+  cpu::attention(pool_, path_ == KernelPath::f32 ? runnable_kernel_paths().back() : path_, q, cache, sequences, params, out);
 }
 
 }  // namespace cpu

@@ -10,6 +10,9 @@
 #include <cstdint>
 
 namespace sluice::backends::cpu {
+// Internal linkage: kernels built per ISA include this, and their copies must
+// never be merged by the linker.
+namespace {
 
 inline constexpr int kDotLanes = 16;
 
@@ -42,4 +45,5 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return out;
 }
 
+}  // namespace
 }  // namespace sluice::backends::cpu

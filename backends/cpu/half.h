@@ -6,6 +6,9 @@
 #include <cstdint>
 
 namespace sluice::backends::cpu {
+// Internal linkage: kernels built per ISA include this, and their copies must
+// never be merged by the linker.
+namespace {
 
 inline float fp16_to_fp32(uint16_t h) {
   // Branch-free (masks, and a signed int -> float conversion) so that loops over
@@ -49,4 +52,5 @@ inline uint16_t fp32_to_bf16(float f) {
   return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
 
+}  // namespace
 }  // namespace sluice::backends::cpu

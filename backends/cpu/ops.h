@@ -7,6 +7,7 @@
 #include <span>
 
 #include "backends/backend.h"
+#include "backends/cpu/quant/cpu_features.h"
 
 namespace sluice::backends::cpu {
 
@@ -35,7 +36,7 @@ void softmax(ThreadPool& pool, const Tensor& x, const Tensor& out);
 void write_kv(ThreadPool& pool, const Tensor& k, const Tensor& v, const KvLayer& cache, const Tensor& slots);
 
 // q, out [T, heads, head_dim] F32; cache as in write_kv.
-void attention(ThreadPool& pool, const Tensor& q, const KvLayer& cache, std::span<const SequenceSlice> sequences,
+void attention(ThreadPool& pool, KernelPath path, const Tensor& q, const KvLayer& cache, std::span<const SequenceSlice> sequences,
                const AttentionParams& params, const Tensor& out);
 
 }  // namespace sluice::backends::cpu

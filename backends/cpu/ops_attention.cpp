@@ -1,42 +1,22 @@
-// Causal attention over the paged KV cache.
+// Causal attention over the paged KV cache: checks, work items, and the kernel of
+// the CPU's path (attention_kernel.h has the numerics).
 //
-// One work item is (query row, head). Query i of a sequence sits at position
-// p = num_cached + i and sees positions [lo, p], lo = max(0, p - window + 1) with a
-// sliding window, else 0. Scores are F32 dots (dot.h order) times scale, then the
-// optional softcap; softmax is max-subtracted with the sum in double; the output
-// accumulates p_j * v_j in F32 in position order. Nothing depends on other rows,
-// other sequences or the thread split.
+// One work item is (sequence, head, up to 16 query rows). Query i of a sequence
+// sits at position p = num_cached + i and sees positions [lo, p],
+// lo = max(0, p - window + 1) with a sliding window, else 0.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu/attention_kernel.h"
 #include "backends/cpu/cpu_buffer.h"
-#include "backends/cpu/dot.h"
-#include "backends/cpu/half.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_common.h"
 
 namespace sluice::backends::cpu {
-namespace {
 
-struct QueryRow {
-  int32_t sequence;
-  int32_t index;  // within the sequence's queries
-};
-
-// Row `row` of a cache as F32: the row itself (F32 cache) or its conversion in buf.
-const float* cache_row(const Tensor& cache, const Rows<const std::byte>& rows, int64_t row, float* buf,
-                       int64_t n) {
-  if (cache.dtype == DType::F32) return reinterpret_cast<const float*>(rows[row]);
-  const uint16_t* h = reinterpret_cast<const uint16_t*>(rows[row]);
-  for (int64_t i = 0; i < n; ++i) buf[i] = fp16_to_fp32(h[i]);
-  return buf;
-}
-
-}  // namespace
-
-void attention(ThreadPool& pool, const Tensor& q, const KvLayer& cache, std::span<const SequenceSlice> sequences,
-               const AttentionParams& params, const Tensor& out) {
+void attention(ThreadPool& pool, KernelPath path, const Tensor& q, const KvLayer& cache,
+               std::span<const SequenceSlice> sequences, const AttentionParams& params, const Tensor& out) {
   const Tensor& ck = cache.k;
   const Tensor& cv = cache.v;
   SLUICE_CHECK(q.dtype == DType::F32 && q.ndim == 3 && out.dtype == DType::F32 && same_shape(q, out),
@@ -53,8 +33,6 @@ void attention(ThreadPool& pool, const Tensor& q, const KvLayer& cache, std::spa
   SLUICE_CHECK(kv_heads > 0 && num_heads % kv_heads == 0, "attention: heads must be a multiple of kv_heads");
   const int64_t group = num_heads / kv_heads;
 
-  std::vector<QueryRow> rows;
-  rows.reserve(static_cast<size_t>(q.dim(0)));
   for (size_t s = 0; s < sequences.size(); ++s) {
     const SequenceSlice& seq = sequences[s];
     const int64_t num_tokens = static_cast<int64_t>(seq.num_cached) + seq.num_queries;
@@ -64,60 +42,53 @@ void attention(ThreadPool& pool, const Tensor& q, const KvLayer& cache, std::spa
     SLUICE_CHECK(static_cast<int64_t>(seq.block_table.size()) * block_size >= num_tokens,
                  "attention: block table does not cover the sequence");
     for (int32_t b : seq.block_table) SLUICE_CHECK(b >= 0 && b < num_blocks, "attention: block id out of range");
-    for (int32_t i = 0; i < seq.num_queries; ++i) rows.push_back({static_cast<int32_t>(s), i});
   }
 
-  const Rows<const float> qr(q);
-  const Rows<float> outr(out);
-  const Rows<const std::byte> kr(ck), vr(cv);
-  const int64_t num_items = static_cast<int64_t>(rows.size()) * num_heads;
-
-  pool.parallel_for(num_items, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> scores, kbuf, vbuf, acc;
-    kbuf.resize(static_cast<size_t>(head_dim));
-    vbuf.resize(static_cast<size_t>(head_dim));
-    acc.resize(static_cast<size_t>(head_dim));
-    for (int64_t item = begin; item < end; ++item) {
-      const QueryRow& row = rows[static_cast<size_t>(item / num_heads)];
-      const int64_t h = item % num_heads;
-      const int64_t kvh = h / group;
-      const SequenceSlice& seq = sequences[static_cast<size_t>(row.sequence)];
-      const int64_t t = seq.query_begin + row.index;
-      const int64_t p = static_cast<int64_t>(seq.num_cached) + row.index;
-      const int64_t lo = params.sliding_window > 0 ? std::max<int64_t>(0, p - params.sliding_window + 1) : 0;
-      const int64_t n = p - lo + 1;
-      if (static_cast<int64_t>(scores.size()) < n) scores.resize(static_cast<size_t>(n));
-      const float* qi = qr[t * num_heads + h];
-      auto cache_index = [&](int64_t pos) {
-        const int64_t block = seq.block_table[static_cast<size_t>(pos / block_size)];
-        return (block * block_size + pos % block_size) * kv_heads + kvh;
-      };
-
-      float max = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
-        const float* kj = cache_row(ck, kr, cache_index(lo + j), kbuf.data(), head_dim);
-        float s = dot(qi, kj, head_dim) * params.scale;
-        if (params.softcap > 0.0f) s = params.softcap * std::tanh(s / params.softcap);
-        scores[static_cast<size_t>(j)] = s;
-        max = std::fmax(max, s);
-      }
-      double sum = 0.0;
-      for (int64_t j = 0; j < n; ++j) {
-        const float e = std::exp(scores[static_cast<size_t>(j)] - max);
-        scores[static_cast<size_t>(j)] = e;
-        sum += e;
-      }
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t j = 0; j < n; ++j) {
-        const float* vj = cache_row(cv, vr, cache_index(lo + j), vbuf.data(), head_dim);
-        const float e = scores[static_cast<size_t>(j)];
-        for (int64_t d = 0; d < head_dim; ++d) acc[static_cast<size_t>(d)] += e * vj[d];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      float* o = outr[t * num_heads + h];
-      for (int64_t d = 0; d < head_dim; ++d) o[d] = acc[static_cast<size_t>(d)] * inv;
-    }
+  // Items: (sequence, head, up to kAttentionRows consecutive query rows).
+  // The engine thread's list (a thread_local reused across steps: no allocation
+  // once it has grown); the lambda below must capture it by reference, not name
+  // the thread_local, which would be each worker's own.
+  thread_local std::vector<AttentionItem> item_storage;
+  std::vector<AttentionItem>& items = item_storage;
+  items.clear();
+  for (size_t si = 0; si < sequences.size(); ++si) {
+    const SequenceSlice& seq = sequences[si];
+    for (int64_t h = 0; h < num_heads; ++h)
+      for (int32_t i = 0; i < seq.num_queries; i += kAttentionRows)
+        items.push_back({seq.query_begin + i, std::min<int32_t>(kAttentionRows, seq.num_queries - i),
+                         static_cast<int64_t>(seq.num_cached) + i, h, seq.block_table.data()});
+  }
+  AttentionArgs args;
+  args.q = reinterpret_cast<const float*>(host_ptr(q));
+  args.q_row_stride = static_cast<int64_t>(q.row_stride / sizeof(float));
+  args.out = reinterpret_cast<float*>(host_ptr(out));
+  args.out_row_stride = static_cast<int64_t>(out.row_stride / sizeof(float));
+  args.k = host_ptr(ck);
+  args.v = host_ptr(cv);
+  args.kv_row_bytes = static_cast<int64_t>(ck.row_stride);
+  args.kv_f16 = ck.dtype == DType::F16;
+  args.num_heads = num_heads;
+  args.kv_heads = kv_heads;
+  args.head_dim = head_dim;
+  args.block_size = block_size;
+  args.scale = params.scale;
+  args.softcap = params.softcap;
+  args.sliding_window = params.sliding_window;
+  const AttentionKernel kernel = attention_kernel(path);
+  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < attention_scratch_floats(head_dim)) scratch.resize(attention_scratch_floats(head_dim));
+    for (int64_t i = begin; i < end; ++i) kernel(args, items[static_cast<size_t>(i)], scratch.data());
   });
+}
+
+AttentionKernel attention_kernel(KernelPath path) {
+#if defined(SLUICE_X86_KERNELS)
+  if (path == KernelPath::avx512_vnni) return avx512_attention_kernel();
+  if (path == KernelPath::avx2 || path == KernelPath::avx2_vnni) return avx2_attention_kernel();
+#endif
+  (void)path;
+  return scalar_attention_kernel();
 }
 
 }  // namespace sluice::backends::cpu
