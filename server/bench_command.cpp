@@ -18,6 +18,7 @@
 #include "backends/backend.h"
 #include "backends/backend_factory.h"
 #include "engine/loader/random_weights.h"
+#include "engine/loader/weight_source.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
 
@@ -167,6 +168,29 @@ struct WeightBytes {
   uint64_t per_step = 0;        // bytes every step reads whatever its size: all but token_embd
 };
 
+// The same split for a model file, from the tensors a model of its hparams binds.
+WeightBytes weight_bytes(const loader::WeightSource& source) {
+  const engine::ModelHparams& h = source.hparams();
+  WeightBytes w;
+  const auto size = [&](const std::string& name) -> uint64_t {
+    const auto view = source.find(name);
+    return view ? view->data.size() : 0;
+  };
+  const uint64_t embd = size("token_embd.weight");
+  w.total = embd + size("output.weight") + size("output_norm.weight");
+  w.per_step = w.total - embd;
+  if (h.tied_embeddings) w.per_step += embd;
+  else w.per_decode_row = embd / static_cast<uint64_t>(std::max<int64_t>(h.vocab_size, 1));
+  for (int64_t i = 0; i < h.num_layers; ++i)
+    for (const char* t : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm",
+                          "post_attention_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down", "post_ffw_norm"}) {
+      const uint64_t bytes = size("blk." + std::to_string(i) + "." + t + ".weight");
+      w.total += bytes;
+      w.per_step += bytes;
+    }
+  return w;
+}
+
 WeightBytes weight_bytes(const loader::RandomModelSpec& spec) {
   WeightBytes w;
   for (const auto& t : loader::random_model_tensors(spec)) {
@@ -185,11 +209,15 @@ WeightBytes weight_bytes(const loader::RandomModelSpec& spec) {
 // that each phase adds its section to while it prints its table.
 class Bench {
  public:
-  Bench(const BenchOptions& o, loader::RandomModelSpec spec, DType kv_dtype, backends::BackendSpec backend_spec)
-      : o_(o), spec_(std::move(spec)), kv_dtype_(kv_dtype), backend_spec_(backend_spec),
-        bytes_(weight_bytes(spec_)), backend_(backends::make_backend(backend_spec, o.threads)),
+  // file: the model file's weights (spec_ then only carries its hparams), or null
+  // for random weights of `spec`.
+  Bench(const BenchOptions& o, loader::RandomModelSpec spec, std::shared_ptr<const loader::WeightSource> file,
+        DType kv_dtype, backends::BackendSpec backend_spec)
+      : o_(o), spec_(std::move(spec)), file_(std::move(file)), kv_dtype_(kv_dtype), backend_spec_(backend_spec),
+        bytes_(file_ ? weight_bytes(*file_) : weight_bytes(spec_)),
+        backend_(backends::make_backend(backend_spec, o.threads)),
         on_cpu_(backend_->device() == backends::DeviceKind::cpu),
-        blocks_per_seq_((std::max(o.context + 1, o.prompt) + kBlockSize - 1) / kBlockSize) {}
+        blocks_per_seq_((std::max({o.context + 1, o.prompt, o.generate}) + kBlockSize - 1) / kBlockSize) {}
 
   void run() {
     describe();
@@ -198,6 +226,7 @@ class Bench {
     engine::KvCache cache(*backend_, spec_.hparams, {.num_blocks = blocks_per_seq_ * max_batch(),
                                                      .block_size = kBlockSize, .dtype = kv_dtype_});
     StepRunner runner(*model_, cache, blocks_per_seq_);
+    if (file_) generate(runner);
     decode(runner);
     prefill(runner);
     if (!o_.json_path.empty()) {
@@ -217,9 +246,11 @@ class Bench {
     const int threads = o_.threads > 0 ? o_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const std::string cpu_model = read_field("/proc/cpuinfo", "model name");
     const std::string device_name = on_cpu_ ? cpu_model : nvidia_gpu_name(backend_spec_.device_index);
+    const int64_t all_layers =
+        file_ ? h.num_layers : loader::random_model_preset(o_.model_shape).hparams.num_layers;
     std::printf("model     %s: %lld of %lld layers, d %lld, %lld heads / %lld kv x %lld, ffn %lld, vocab %lld\n",
-                o_.model_shape.c_str(), static_cast<long long>(h.num_layers),
-                static_cast<long long>(loader::random_model_preset(o_.model_shape).hparams.num_layers),
+                file_ ? file_->path().string().c_str() : o_.model_shape.c_str(), static_cast<long long>(h.num_layers),
+                static_cast<long long>(all_layers),
                 static_cast<long long>(h.embedding_length), static_cast<long long>(h.num_heads),
                 static_cast<long long>(h.num_kv_heads), static_cast<long long>(h.head_dim),
                 static_cast<long long>(h.ffn_length), static_cast<long long>(h.vocab_size));
@@ -279,14 +310,21 @@ class Bench {
       require_memory(bytes_.total + kv_bytes, backend_->memory_info().free_bytes, "the weights and the KV cache", hint);
     }
     auto start = Clock::now();
-    std::shared_ptr<const loader::WeightSource> source = loader::make_random_weights(spec_, o_.seed);
+    std::shared_ptr<const loader::WeightSource> source = file_ ? file_ : loader::make_random_weights(spec_, o_.seed);
     const double generate_seconds = seconds_since(start);
     start = Clock::now();
     model_ = engine::Model::load(source, *backend_);
     const double load_seconds = seconds_since(start);
-    std::printf("weights   %s matrices, F32 norms: %s random (seed %llu), generated in %.1f s, loaded in %.1f s\n",
-                dtype_text(spec_.matrix_dtype).c_str(), format_bytes(bytes_.total).c_str(),
-                static_cast<unsigned long long>(o_.seed), generate_seconds, load_seconds);
+    if (file_) {
+      std::printf("weights   %s from the file, loaded in %.1f s\n", format_bytes(bytes_.total).c_str(), load_seconds);
+    } else {
+      std::printf("weights   %s matrices, F32 norms: %s random (seed %llu), generated in %.1f s, loaded in %.1f s\n",
+                  dtype_text(spec_.matrix_dtype).c_str(), format_bytes(bytes_.total).c_str(),
+                  static_cast<unsigned long long>(o_.seed), generate_seconds, load_seconds);
+    }
+    std::printf("kernels   %s; %s made at load (repacked weights)\n", backend_->kernel_path().c_str(),
+                format_bytes(backend_->made_weight_bytes()).c_str());
+    report_["kernels"] = {{"path", backend_->kernel_path()}, {"made_weight_bytes", backend_->made_weight_bytes()}};
     std::printf("KV cache  %s, %s: %lld blocks of %lld tokens\n", dtype_text(kv_dtype_).c_str(),
                 format_bytes(kv_bytes).c_str(), static_cast<long long>(blocks_per_seq_ * max_batch()),
                 static_cast<long long>(kBlockSize));
@@ -294,9 +332,31 @@ class Bench {
     report_["model"] = {{"shape", o_.model_shape}, {"architecture", h.architecture}, {"layers", h.num_layers},
                         {"embedding_length", h.embedding_length}, {"num_heads", h.num_heads},
                         {"num_kv_heads", h.num_kv_heads}, {"head_dim", h.head_dim}, {"ffn_length", h.ffn_length},
-                        {"vocab_size", h.vocab_size}, {"dtype", dtype_text(spec_.matrix_dtype)},
+                        {"vocab_size", h.vocab_size}, {"dtype", file_ ? "file" : dtype_text(spec_.matrix_dtype)},
                         {"kv_dtype", dtype_text(kv_dtype_)}, {"weight_bytes", bytes_.total}, {"kv_cache_bytes", kv_bytes},
                         {"seed", o_.seed}, {"generate_seconds", generate_seconds}, {"load_seconds", load_seconds}};
+  }
+
+  // llama-bench's tg: one sequence generating o_.generate tokens from an empty
+  // context, one decode step per token (the context grows 0, 1, ...).
+  void generate(StepRunner& runner) {
+    double total = 0.0;
+    for (int pass = 0; pass < (o_.warmup > 0 ? 2 : 1); ++pass) {
+      total = 0.0;
+      for (int c = 0; c < o_.generate; ++c) {
+        runner.prepare_decode(1, c);
+        total += runner.run();
+      }
+    }
+    const double gbps = static_cast<double>(bytes_.per_step + bytes_.per_decode_row) * o_.generate / total / kGB;
+    std::printf("\ngenerate  one sequence, %d tokens from an empty context (as llama-bench tg%d)\n", o_.generate,
+                o_.generate);
+    std::printf("  %10s %10s %14s %9s\n", "time ms", "tokens/s", "weights MB/tok", "GB/s");
+    std::printf("  %10.1f %10.1f %14.1f %9.2f\n", total * 1e3, o_.generate / total,
+                static_cast<double>(bytes_.per_step + bytes_.per_decode_row) / 1e6, gbps);
+    std::fflush(stdout);
+    report_["generate"] = {{"tokens", o_.generate}, {"seconds", total}, {"tokens_per_second", o_.generate / total},
+                           {"weight_bytes_per_token", bytes_.per_step + bytes_.per_decode_row}, {"achieved_gbps", gbps}};
   }
 
   // The KV cache is zeroed, never prefilled: attention's cost depends on the
@@ -365,6 +425,7 @@ class Bench {
 
   const BenchOptions& o_;
   loader::RandomModelSpec spec_;
+  std::shared_ptr<const loader::WeightSource> file_;
   DType kv_dtype_;
   backends::BackendSpec backend_spec_;
   WeightBytes bytes_;
@@ -381,7 +442,12 @@ class Bench {
 void add_bench_options(CLI::App& app, BenchOptions& o) {
   std::string presets;
   for (auto p : loader::random_model_presets()) presets += (presets.empty() ? "" : ", ") + std::string(p);
+  app.add_option("--model", o.model_path,
+                 "A real model (GGUF file or Hugging Face folder) instead of random weights; adds a one-stream "
+                 "generation run (--generate tokens)");
   app.add_option("--model-shape", o.model_shape, "Model shape preset: " + presets)->capture_default_str();
+  app.add_option("--generate", o.generate, "With --model: tokens of the one-stream generation run")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--layers", o.layers, "Number of layers (0: the preset's); a few make a quick run")->check(CLI::NonNegativeNumber);
   app.add_option("--dtype", o.dtype, "Matrix dtype: bf16 f16 f32 q8_0 q4_0 q4_k q6_k (norms are f32)")->capture_default_str();
   app.add_option("--kv-dtype", o.kv_dtype, "KV cache dtype: f16 f32")->capture_default_str();
@@ -401,11 +467,18 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
 
 int run_bench(const BenchOptions& o) {
   loader::RandomModelSpec spec;
+  std::shared_ptr<const loader::WeightSource> file;
   DType kv_dtype;
   backends::BackendSpec backend_spec;
   try {
     if (o.batches.empty()) throw std::invalid_argument("--batches: give at least one batch size");
-    spec = loader::random_model_preset(o.model_shape);
+    if (!o.model_path.empty()) {
+      file = loader::open_weights(o.model_path);
+      spec.hparams = file->hparams();
+    } else {
+      spec = loader::random_model_preset(o.model_shape);
+    }
+    if (o.layers > 0 && file) throw std::invalid_argument("--layers: only for random weights (--model-shape)");
     if (o.layers > 0) spec.hparams.num_layers = o.layers;
     spec.matrix_dtype = parse_dtype(o.dtype, {DType::BF16, DType::F16, DType::F32, DType::Q8_0, DType::Q4_0,
                                               DType::Q4_K, DType::Q6_K}, "--dtype");
@@ -414,9 +487,12 @@ int run_bench(const BenchOptions& o) {
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {  // a model file that does not load
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
   }
   try {
-    Bench(o, std::move(spec), kv_dtype, backend_spec).run();
+    Bench(o, std::move(spec), std::move(file), kv_dtype, backend_spec).run();
     return 0;
   } catch (const std::exception& e) {
     std::fflush(stdout);

@@ -15,6 +15,7 @@ class App;
 namespace sluice::server {
 
 struct BenchOptions {
+  std::string model_path;                 // a GGUF file or HF folder; empty: random weights of model_shape
   std::string model_shape = "llama3-8b";  // a random_model_preset name
   int layers = 0;                         // > 0: only this many layers (a quick run)
   std::string dtype = "bf16";             // matrices: bf16 f16 f32 q8_0 q4_0 q4_k q6_k
@@ -28,6 +29,7 @@ struct BenchOptions {
   int steps = 10;                         // timed decode steps per batch size
   int warmup = 3;                         // untimed decode steps first
   int prefill_runs = 3;                   // timed prefills (one untimed first when warmup > 0)
+  int generate = 128;                     // --model: tokens of the one-stream generation run
   uint64_t copy_bytes = uint64_t{1} << 30;  // per copy buffer
   uint64_t seed = 1;
   std::string json_path;                  // empty: no JSON

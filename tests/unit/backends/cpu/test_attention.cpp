@@ -10,16 +10,19 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "backends/cpu/half.h"
+#include "backends/cpu/ops.h"
+#include "backends/cpu/thread_pool.h"
 #include "cpu_test_util.h"
 
 namespace sluice::backends::test {
 namespace {
 
-constexpr int64_t kHeads = 4, kKvHeads = 2, kHeadDim = 32, kBlockSize = 4, kNumBlocks = 24;
+constexpr int64_t kHeads = 4, kKvHeads = 2, kHeadDim = 32, kBlockSize = 4, kNumBlocks = 48;
 
 struct SeqData {
   int32_t num_cached, num_queries;
@@ -80,9 +83,15 @@ struct Fixture {
     }
     HostTensor qt(*backend, DType::F32, {row, kHeads, kHeadDim}), out(*backend, DType::F32, {row, kHeads, kHeadDim});
     qt.set(*backend, q);
-    backend->attention(qt.tensor, cache(), slices, params, out.tensor);
+    if (path) {
+      cpu::ThreadPool pool(2);
+      cpu::attention(pool, *path, qt.tensor, cache(), slices, params, out.tensor);
+    } else {
+      backend->attention(qt.tensor, cache(), slices, params, out.tensor);
+    }
     return out.get(*backend);
   }
+  std::optional<cpu::KernelPath> path;  // set: run that path's kernel instead of the backend's
 };
 
 double stored(float x, DType cache_dtype) {
@@ -133,13 +142,14 @@ TEST_CASE("attention: paged GQA attention matches a naive contiguous reference")
         CAPTURE(softcap);
         std::mt19937 rng(31);
         Fixture f(2, cache_dtype);
-        // A prefill chunk after a cached prefix, a fresh prefill, a decode row, a T=1 prefill.
-        f.make_sequences(rng, {{5, 3}, {0, 7}, {12, 1}, {0, 1}});
+        // A prefill chunk after a cached prefix, a fresh prefill, a decode row, a T=1 prefill,
+        // and two that span several 16-key blocks and 16-row items.
+        f.make_sequences(rng, {{5, 3}, {0, 7}, {12, 1}, {0, 1}, {20, 20}, {0, 37}});
         AttentionParams p;
         p.scale = 1.0f / std::sqrt(float(kHeadDim)) * 3.0f;  // sharper softmax than usual
         p.sliding_window = window;
         p.softcap = softcap;
-        const std::vector<float> got = f.run({0, 1, 2, 3}, p);
+        const std::vector<float> got = f.run({0, 1, 2, 3, 4, 5}, p);
         size_t offset = 0;
         int failures = 0;
         for (const SeqData& s : f.seqs) {
@@ -178,6 +188,29 @@ TEST_CASE("attention: batch invariance across batch composition and thread count
     const std::vector<float> reordered = two.run({3, 2, 1, 0}, p);
     CHECK(bits_equal(std::vector<float>(reordered.begin() + 3 * row, reordered.begin() + 12 * row),
                      std::vector<float>(batch.begin() + 3 * row, batch.begin() + 12 * row)));
+  }
+}
+
+TEST_CASE("attention: every kernel path equals the scalar path bit for bit") {
+  for (DType cache_dtype : {DType::F32, DType::F16}) {
+    for (int32_t window : {0, 7}) {
+      CAPTURE(dtype_name(cache_dtype));
+      CAPTURE(window);
+      std::mt19937 rng(34);
+      Fixture f(2, cache_dtype);
+      f.make_sequences(rng, {{20, 20}, {0, 37}, {30, 1}, {3, 2}});
+      AttentionParams p;
+      p.scale = 0.3f;
+      p.sliding_window = window;
+      p.softcap = window ? 5.0f : 0.0f;
+      f.path = cpu::KernelPath::scalar;
+      const std::vector<float> scalar = f.run({0, 1, 2, 3}, p);
+      for (cpu::KernelPath path : cpu::runnable_kernel_paths()) {
+        CAPTURE(cpu::kernel_path_name(path));
+        f.path = path;
+        CHECK(bits_equal(f.run({0, 1, 2, 3}, p), scalar));
+      }
+    }
   }
 }
 
