@@ -165,7 +165,8 @@ int run_generate(const GenerateOptions& o) {
       std::fprintf(stderr, "generation speed:  %.2f tokens/s (%lld steps, %.3f s)\n",
                    num_decode_steps > 0 ? static_cast<double>(num_decode_steps) / decode_seconds : 0.0,
                    static_cast<long long>(num_decode_steps), decode_seconds);
-      std::fprintf(stderr, "backend:           %s\n", backend->name().c_str());
+      std::fprintf(stderr, "backend:           %s (%s kernels, %.1f MiB repacked at load)\n", backend->name().c_str(),
+                   backend->kernel_path().c_str(), static_cast<double>(backend->made_weight_bytes()) / (1 << 20));
     }
     return 0;
   } catch (const std::exception& e) {

@@ -48,6 +48,9 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
                                           : tokenizer::Tokenizer::from_gguf(*loaded.file));
   service->backend_ = backends::make_backend(backends::resolve_backend(info.backend), config.compute_threads);
   service->model_ = engine::Model::load(loader::open_weights(path), *service->backend_);
+  spdlog::info("model {}: weights on {} ({} kernels), {:.1f} MiB made at load (repacked)", info.id,
+               service->backend_->name(), service->backend_->kernel_path(),
+               static_cast<double>(service->backend_->made_weight_bytes()) / (1 << 20));
 
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
   service->render_options_.bos_token = special_text(tok, tok.bos_id());

@@ -5,8 +5,6 @@
 #include <string>
 #include <utility>
 
-#include <spdlog/spdlog.h>
-
 #include "backends/check.h"
 #include "engine/loader/load_error.h"
 #include "engine/models/transformer_block.h"
@@ -39,8 +37,6 @@ std::unique_ptr<Model> Model::load(std::shared_ptr<const loader::WeightSource> s
     throw loader::LoadError(source->path(), e.what());
   }
   ModelWeights weights = load_model_weights(*source, arch, backend);
-  spdlog::info("{}: weights on {} ({} kernels), {:.1f} MiB made at load (repacked)", source->path().string(), backend.name(),
-               backend.kernel_path(), static_cast<double>(backend.made_weight_bytes()) / (1 << 20));
   return std::unique_ptr<Model>(new Model(std::move(source), backend, arch, std::move(weights)));
 }
 

@@ -19,14 +19,6 @@ namespace {
 
 constexpr int kTileTokens = 8;
 
-template <int Bits, bool Affine, bool Split16>
-struct Format {
-  static constexpr int kQuantBytes = Bits == 8 ? 512 : 256;
-  static constexpr int kPlanes = Bits == 5 ? 1 : Bits == 6 ? 2 : 0;
-  static constexpr int kScales = kQuantBytes + 64 * kPlanes;
-  static constexpr int kB = kScales + 32 * (Split16 ? 2 : 1);
-  static constexpr int kBlockBytes = kB + (Affine ? 32 : 0);
-};
 
 inline int32_t load_i32(const void* p) {
   int32_t v;
@@ -101,7 +93,7 @@ inline __m256 load_halves(const uint8_t* p) {
 template <int Bits, bool Affine, bool Split16, int N>
 void tile(const uint8_t* group, int64_t num_blocks, float offset, const ActBlock* x, float* y, int64_t y_stride,
           int valid_rows) {
-  using F = Format<Bits, Affine, Split16>;
+  using F = PackedLayout<Bits, Affine, Split16>;
   const __m256 off = _mm256_set1_ps(offset);
   for (int h = 0; h < 2; ++h) {
     const int rows = valid_rows - 8 * h < 8 ? valid_rows - 8 * h : 8;

@@ -19,14 +19,6 @@ namespace {
 
 constexpr int kTileTokens = 8;
 
-template <int Bits, bool Affine, bool Split16>
-struct Format {
-  static constexpr int kQuantBytes = Bits == 8 ? 512 : 256;
-  static constexpr int kPlanes = Bits == 5 ? 1 : Bits == 6 ? 2 : 0;
-  static constexpr int kScales = kQuantBytes + 64 * kPlanes;
-  static constexpr int kB = kScales + 32 * (Split16 ? 2 : 1);
-  static constexpr int kBlockBytes = kB + (Affine ? 32 : 0);
-};
 
 inline __mmask64 load_mask(const uint8_t* p) {
   uint64_t m;
@@ -79,7 +71,7 @@ inline __m512i chunk_dot(const __m512i ch[8], const int8_t* q) {
 template <int Bits, bool Affine, bool Split16, int N>
 void tile(const uint8_t* group, int64_t num_blocks, float offset, const ActBlock* x, float* y, int64_t y_stride,
           int valid_rows) {
-  using F = Format<Bits, Affine, Split16>;
+  using F = PackedLayout<Bits, Affine, Split16>;
   __m512 acc[N];
   for (int n = 0; n < N; ++n) acc[n] = _mm512_setzero_ps();
   const __m512 off = _mm512_set1_ps(offset);

@@ -42,6 +42,17 @@ struct PackedFormat {
   int block_bytes() const { return b_offset() + (affine ? 32 : 0); }
 };
 
+// PackedFormat's offsets as compile-time constants, for kernels specialized per
+// format (bits, affine, split16).
+template <int Bits, bool Affine, bool Split16>
+struct PackedLayout {
+  static constexpr int kQuantBytes = Bits == 8 ? 512 : 256;
+  static constexpr int kPlanes = Bits == 5 ? 1 : Bits == 6 ? 2 : 0;
+  static constexpr int kScales = kQuantBytes + 64 * kPlanes;
+  static constexpr int kB = kScales + 32 * (Split16 ? 2 : 1);
+  static constexpr int kBlockBytes = kB + (Affine ? 32 : 0);
+};
+
 // The packed format of a GGML weight dtype; nullptr when the dtype is not packed
 // (F32, F16, BF16 take the float path).
 const PackedFormat* packed_format(DType dtype);
