@@ -201,6 +201,14 @@ class Backend {
   // Drops every recording (the tensors they captured moved, e.g. a workspace grew).
   virtual void forget_recordings();
 
+  // --- host work of a step ---------------------------------------------------------
+  // Runs fn(begin, end) on disjoint ranges covering [0, n), at most host_threads() of
+  // them at once, and returns when all are done: the CPU backend lends its compute
+  // pool (idle between ops), so per-row host work such as sampling runs in parallel.
+  // The default runs fn(0, n) on the caller. fn must not throw.
+  virtual int host_threads() const { return 1; }
+  virtual void host_parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) { fn(0, n); }
+
   // --- sampling on the device ------------------------------------------------------
   // Whether sample() is implemented; when not, the engine downloads the logits and
   // samples on the host.

@@ -44,7 +44,9 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   if (max_model_len_ > kv_tokens) {
     if (config_.max_model_len > 0)
       throw std::invalid_argument("max_model_len " + std::to_string(max_model_len_) + " does not fit the KV cache (" +
-                                  std::to_string(kv_tokens) + " tokens); raise kv_cache_bytes or lower max_model_len");
+                                  std::to_string(kv_tokens) +
+                                  " tokens); raise kv_cache_bytes (--kv-cache-bytes) or lower the model's "
+                                  "context_length");
     spdlog::warn("engine {}: the KV cache holds {} tokens, less than the model's context of {}; serving "
                  "max_model_len {}",
                  config_.model_name, kv_tokens, max_model_len_, kv_tokens);
@@ -72,7 +74,10 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   sc.kv = BlockPoolConfig{.num_blocks = num_blocks_, .block_size = config_.block_size,
                           .enable_prefix_caching = config_.enable_prefix_caching};
   scheduler_ = std::make_unique<Scheduler>(sc);
-  sampler_ = std::make_unique<Sampler>(static_cast<int32_t>(hp.vocab_size));
+  // One sampler (scratch sized to the vocabulary) per host thread that samples rows.
+  const int num_samplers = std::max(1, model_.backend().host_threads());
+  for (int i = 0; i < num_samplers; ++i)
+    samplers_.push_back(std::make_unique<Sampler>(static_cast<int32_t>(hp.vocab_size)));
 
   spdlog::info("engine {}: KV cache {} blocks x {} tokens = {} tokens, {:.1f} MiB ({} bytes/block, {}), "
                "max_model_len {}, max_num_seqs {}, max_num_batched_tokens {}",

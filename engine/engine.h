@@ -138,7 +138,8 @@ class Engine {
   // --- engine thread only ---
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Sampler> sampler_;
+  std::vector<std::unique_ptr<Sampler>> samplers_;  // one per host thread; [0] for device rows
+  std::vector<Sequence*> sampling_rows_;             // sample_on_host's reused buffer
   std::vector<backends::RowSampling> device_rows_;     // sample_on_device's reused buffers
   std::vector<backends::LogitAdjust> device_adjust_;
   std::vector<size_t> device_adjust_ends_;

@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <utility>
 
 #include "backends/check.h"
@@ -60,14 +63,30 @@ void Engine::check_cancellations() {
 void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results) {
   const std::span<const float> logits = runner_->run(step);
   const auto vocab = static_cast<size_t>(runner_->vocab_size());
-  size_t row = 0;
-  for (const ScheduledSequence& scheduled : step.seqs) {
-    if (!scheduled.samples) continue;
-    Sequence& seq = *scheduled.seq;
-    results.push_back(sampler_->sample(logits.subspan(row * vocab, vocab), seq.params(), seq.prompt_tokens(),
-                                       seq.output_tokens(), seq.rng()));
-    ++row;
-  }
+  sampling_rows_.clear();
+  for (const ScheduledSequence& scheduled : step.seqs)
+    if (scheduled.samples) sampling_rows_.push_back(scheduled.seq.get());
+  results.resize(sampling_rows_.size());
+  // Rows in parallel on the backend's host threads. A row depends only on its own
+  // logits, settings, history and random stream, so the split changes nothing but
+  // the time; each range takes a sampler of its own for scratch.
+  std::atomic<size_t> next_sampler{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  model_.backend().host_parallel_for(static_cast<int64_t>(sampling_rows_.size()), [&](int64_t begin, int64_t end) {
+    Sampler& sampler = *samplers_[next_sampler.fetch_add(1) % samplers_.size()];
+    try {
+      for (auto row = static_cast<size_t>(begin); row < static_cast<size_t>(end); ++row) {
+        Sequence& seq = *sampling_rows_[row];
+        results[row] = sampler.sample(logits.subspan(row * vocab, vocab), seq.params(), seq.prompt_tokens(),
+                                      seq.output_tokens(), seq.rng());
+      }
+    } catch (...) {  // the pool's threads must not throw: hand it to the engine thread
+      std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  });
+  if (failure) std::rethrow_exception(failure);
 }
 
 // The logits stay on the device; the host resolves each row's history-dependent
@@ -80,7 +99,7 @@ void Engine::sample_on_device(const ScheduledStep& step, std::vector<SampleResul
     if (!scheduled.samples) continue;
     Sequence& seq = *scheduled.seq;
     device_rows_.push_back(
-        sampler_->device_row(seq.params(), seq.prompt_tokens(), seq.output_tokens(), seq.rng(), device_adjust_));
+        samplers_[0]->device_row(seq.params(), seq.prompt_tokens(), seq.output_tokens(), seq.rng(), device_adjust_));
     device_adjust_ends_.push_back(device_adjust_.size());
   }
   size_t first = 0;

@@ -156,8 +156,8 @@ LoadedModel register_model(const config::ModelConfig& config) {
                                      " exceeds the model's trained context length " +
                                      std::to_string(info.trained_context_length));
   }
-  info.context_length =
-      config.context_length == 0 ? info.trained_context_length : config.context_length;
+  info.context_length_set = config.context_length != 0;
+  info.context_length = info.context_length_set ? config.context_length : info.trained_context_length;
 
   info.display_name = optional_string(*file, "general.name");
   info.owned_by = optional_string(*file, "general.organization");

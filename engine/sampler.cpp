@@ -151,6 +151,11 @@ void Sampler::log_softmax(std::span<const float> logits, std::span<float> out) {
   }
 }
 
+// select_by_mass's first split: ranges longer than this are first partitioned at
+// weight kHeavyWeight (exp(logit - max) >= 2^-10, i.e. logits within ~6.9 of the max).
+constexpr size_t kHeavySplitMin = 4096;
+constexpr float kHeavyWeight = 1.0f / 1024;
+
 Sampler::Cut Sampler::select_by_mass(std::span<const float> logits, size_t lo, size_t hi, double before,
                                      double target, bool inclusive) {
   // Quickselect on mass: partition around a pivot, sum what precedes it, and keep
@@ -158,6 +163,24 @@ Sampler::Cut Sampler::select_by_mass(std::span<const float> logits, size_t lo, s
   // token a walk over the fully sorted order would stop at.
   const Descending order{logits.data()};
   auto reached = [&](double mass) { return inclusive ? mass >= target : mass > target; };
+  if (hi - lo > kHeavySplitMin) {
+    // The first partition is at a weight, not a token: the few tokens within
+    // kHeavyWeight of the most likely one usually hold the answer, so one pass over
+    // the range leaves a handful to select among. weight_ grows with the logit, so
+    // the heavy side is a prefix of the descending order, as a pivot's would be.
+    const auto first = ids_.begin() + static_cast<ptrdiff_t>(lo);
+    const auto last = ids_.begin() + static_cast<ptrdiff_t>(hi);
+    const auto mid = std::partition(first, last, [&](int32_t id) { return weight_[id] >= kHeavyWeight; });
+    double heavy = 0.0;
+    for (auto it = first; it != mid; ++it) heavy += weight_[*it];
+    const auto m = static_cast<size_t>(mid - ids_.begin());
+    if (m > lo && reached(before + heavy)) {
+      hi = m;
+    } else {
+      before += heavy;
+      lo = m;
+    }
+  }
   while (hi - lo > 32) {
     int32_t a = ids_[lo], b = ids_[lo + (hi - lo) / 2], c = ids_[hi - 1];
     if (order(b, a)) std::swap(a, b);

@@ -258,27 +258,36 @@ class Plan:
     timeout: float = 30.0
     seed: int | None = None
     on_chunk: OnChunk | None = None
+    # The body of the i-th request (from 0); None: every request sends request.body.
+    body_for: Callable[[int], bytes] | None = None
 
 
 async def run(plan: Plan) -> tuple[list[Result], float]:
     """Runs the plan; returns every result and the wall time it took."""
-    payload = plan.request.encode(plan.target.host_header)
+    def payload(index: int) -> bytes:
+        request = plan.request
+        if plan.body_for is not None:
+            request = Request(request.method, request.path, request.headers,
+                              plan.body_for(index))
+        return request.encode(plan.target.host_header)
+
     pool = Pool(plan.target, plan.max_connections if plan.rate else plan.concurrency)
     start = time.perf_counter()
     deadline = start + plan.duration
     results: list[Result] = []
     num_started = 0
 
-    def may_start() -> bool:
+    def may_start() -> int | None:
+        """The index of the request that may start now, or None when the run is over."""
         nonlocal num_started
         if plan.num_requests is not None and num_started >= plan.num_requests:
-            return False
+            return None
         if time.perf_counter() >= deadline:
-            return False
+            return None
         num_started += 1
-        return True
+        return num_started - 1
 
-    async def one(due: float) -> None:
+    async def one(due: float, index: int) -> None:
         result = Result(start=due)
         results.append(result)
         conn = await pool.acquire()
@@ -286,7 +295,7 @@ async def run(plan: Plan) -> tuple[list[Result], float]:
             result.start = time.perf_counter()
         try:
             await asyncio.wait_for(
-                conn.exchange(payload, plan.request.method, result, plan.on_chunk),
+                conn.exchange(payload(index), plan.request.method, result, plan.on_chunk),
                 plan.timeout)
         except Exception as exc:  # every failure is a measurement, not a crash
             result.error = "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
@@ -297,8 +306,8 @@ async def run(plan: Plan) -> tuple[list[Result], float]:
 
     if plan.rate is None:
         async def worker() -> None:
-            while may_start():
-                await one(time.perf_counter())
+            while (index := may_start()) is not None:
+                await one(time.perf_counter(), index)
         await asyncio.gather(*(worker() for _ in range(plan.concurrency)))
     else:
         rng = random.Random(plan.seed)
@@ -307,9 +316,9 @@ async def run(plan: Plan) -> tuple[list[Result], float]:
         while True:
             due += rng.expovariate(plan.rate)
             await asyncio.sleep(max(0.0, due - time.perf_counter()))
-            if not may_start():
+            if (index := may_start()) is None:
                 break
-            task = asyncio.create_task(one(due))
+            task = asyncio.create_task(one(due, index))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         await asyncio.gather(*tasks)
@@ -406,7 +415,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="stop after this many seconds (default 60)")
     p.add_argument("--timeout", type=positive(float), default=30.0,
                    help="per request, seconds (default 30)")
-    p.add_argument("--seed", type=int, help="seed of the Poisson arrivals")
+    p.add_argument("--seed", type=int,
+                   help="seed of the Poisson arrivals and of --distinct-prompts")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     stream = p.add_argument_group("streaming completions")
     stream.add_argument("--openai-completions", metavar="MODEL",
@@ -415,6 +425,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="prompt text for --openai-completions")
     stream.add_argument("--max-tokens", type=positive(int), default=64,
                         help="max_tokens for --openai-completions (default 64)")
+    stream.add_argument("--distinct-prompts", type=positive(int), metavar="WORDS",
+                        help="every request its own prompt of about WORDS words "
+                             "(no shared prefix to cache); replaces --prompt")
+    stream.add_argument("--ignore-eos", action="store_true",
+                        help="send ignore_eos: every stream runs to --max-tokens")
     return p.parse_args(argv)
 
 
@@ -434,12 +449,22 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         if body:
             raise ValueError("--openai-completions builds its own body: drop --body/--body-file")
         body = openai_stream.completions_body(args.openai_completions, args.prompt,
-                                              args.max_tokens)
+                                              args.max_tokens, args.ignore_eos)
         args.method = "POST"
         if args.path is None and urlsplit(args.url).path in ("", "/"):
             args.path = "/v1/completions"
     if body and not any(k.lower() == "content-type" for k, _ in headers):
         headers.append(("Content-Type", "application/json"))
+    elif args.distinct_prompts or args.ignore_eos:
+        raise ValueError("--distinct-prompts and --ignore-eos need --openai-completions")
+    body_for = None
+    if streaming and args.distinct_prompts:
+        def body_for(index: int) -> bytes:
+            # --seed picks the set of prompts too, so runs with different seeds share none
+            prompt = openai_stream.distinct_prompt((args.seed or 0) * 1_000_000 + index,
+                                                   args.distinct_prompts)
+            return openai_stream.completions_body(args.openai_completions, prompt,
+                                                  args.max_tokens, args.ignore_eos)
     target = parse_target(args.url, args.path)
     if args.requests is not None:
         num_requests = args.requests
@@ -451,7 +476,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         concurrency=args.concurrency, rate=args.rate, max_connections=args.max_connections,
         num_requests=num_requests, duration=args.duration or 60.0,
         timeout=args.timeout, seed=args.seed,
-        on_chunk=openai_stream.on_chunk if streaming else None)
+        on_chunk=openai_stream.on_chunk if streaming else None, body_for=body_for)
 
 
 def main(argv: list[str] | None = None) -> int:

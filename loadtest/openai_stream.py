@@ -18,18 +18,41 @@ chunk (a chunk whose choices carry text), the usage the server reported, whether
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 DEFAULT_PROMPT = "Write a short story about a lighthouse keeper."
 
+# Words for distinct prompts: common English, so that a word is about 1.2 tokens in
+# the usual BPE and SentencePiece vocabularies.
+_WORDS = ("river stone garden window morning letter music silver forest market bridge "
+          "winter candle harbor mountain village teacher story circle orange quiet "
+          "yellow travel kitchen summer animal number paper little simple across "
+          "between money family friend water light house people school country").split()
 
-def completions_body(model: str, prompt: str, max_tokens: int) -> bytes:
-    return json.dumps({
+
+def distinct_prompt(index: int, num_words: int) -> str:
+    """Request `index`'s own prompt: a numbered line, then pseudo-random words.
+
+    The number comes first so that no two prompts share a cacheable prefix beyond the
+    first token or two; the same index always gives the same prompt (repeatable runs).
+    """
+    rng = random.Random(index)
+    words = " ".join(rng.choice(_WORDS) for _ in range(num_words))
+    return f"Request {index}. Continue this text: {words}"
+
+
+def completions_body(model: str, prompt: str, max_tokens: int,
+                     ignore_eos: bool = False) -> bytes:
+    body = {
         "model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
         "stream": True, "stream_options": {"include_usage": True},
-    }).encode()
+    }
+    if ignore_eos:  # a vLLM and llama-server extension: every stream runs to max_tokens
+        body["ignore_eos"] = True
+    return json.dumps(body).encode()
 
 
 @dataclass

@@ -21,7 +21,9 @@ engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::
   out.max_num_seqs = config.max_num_seqs;
   out.max_num_batched_tokens = config.max_num_batched_tokens;
   out.max_waiting = config.max_waiting;
-  out.max_model_len = info.context_length;
+  // 0 lets the engine take the trained context and shrink it to the KV cache with a
+  // warning; only a context the operator asked for is held to (and refused if too big).
+  out.max_model_len = info.context_length_set ? info.context_length : 0;
   out.enable_prefix_caching = config.enable_prefix_caching;
   out.default_deadline =
       std::chrono::milliseconds(static_cast<int64_t>(config.request_timeout_s * 1000.0));

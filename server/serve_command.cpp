@@ -38,7 +38,11 @@ void load_models(const config::Config& config, ServiceState& state, ModelService
   for (const auto& model : config.models) {
     try {
       engine::LoadedModel loaded = engine::register_model(model);
-      services.add(ModelService::load(loaded, config, registry));
+      auto service = ModelService::load(loaded, config, registry);
+      // The engine may have shrunk the trained context to its KV cache: /v1/models
+      // reports what is served.
+      loaded.info.context_length = service->engine().max_model_len();
+      services.add(std::move(service));
       state.models.add(std::move(loaded));
     } catch (const std::exception& e) {
       spdlog::error("cannot load model: {}", e.what());

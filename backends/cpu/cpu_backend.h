@@ -28,6 +28,10 @@ class CpuBackend final : public Backend {
                                       int64_t cols) override;
   uint64_t made_weight_bytes() const override { return made_weight_bytes_; }
   std::string kernel_path() const override;
+  int host_threads() const override { return pool_.num_threads(); }
+  void host_parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override {
+    pool_.parallel_for(n, fn);
+  }
   void upload(const Tensor& dst, std::span<const std::byte> src) override;
   void download(const Tensor& src, std::span<std::byte> dst) override;
   void fill_zero(const Tensor& dst) override;

@@ -216,6 +216,26 @@ def test_streaming_completions_report(server, tmp_path):
     assert itl["mean"] >= expected * 0.9
 
 
+def test_distinct_prompts_and_ignore_eos(server):
+    def run(seed):
+        Handler.bodies = []
+        proc = run_cli(server, "--openai-completions", "tiny", "--distinct-prompts", "40",
+                       "--ignore-eos", "--concurrency", "2", "--requests", "4",
+                       "--seed", str(seed))
+        assert proc.returncode == 0, proc.stderr
+        assert len(Handler.bodies) == 4
+        assert all(body["ignore_eos"] is True for body in Handler.bodies)
+        return sorted(body["prompt"] for body in Handler.bodies)
+
+    first = run(1)
+    assert len(set(first)) == 4  # every request its own prompt
+    assert all(len(prompt.split()) >= 40 for prompt in first)
+    assert run(1) == first  # the same seed, the same prompts
+    assert not set(run(2)) & set(first)  # another seed shares none
+    proc = run_cli(server, "--distinct-prompts", "40")
+    assert proc.returncode == 2 and "--openai-completions" in proc.stderr
+
+
 def test_streaming_error_event_is_counted(server, tmp_path):
     out = tmp_path / "report.json"
     proc = run_cli(server, "--openai-completions", "broken", "--requests", "3",

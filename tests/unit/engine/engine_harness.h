@@ -23,10 +23,11 @@ struct LoadedFixture {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-inline LoadedFixture load_engine_fixture(const std::string& name = "llama", const std::string& variant = "f32") {
+inline LoadedFixture load_engine_fixture(const std::string& name = "llama", const std::string& variant = "f32",
+                                         int num_threads = 2) {
   const std::string path = std::string(SLUICE_FIXTURES_DIR) + "/models/" + name + "/" + name + "-" + variant + ".gguf";
   LoadedFixture f;
-  f.backend = backends::make_cpu_backend(2);
+  f.backend = backends::make_cpu_backend(num_threads);
   f.model = Model::load(loader::open_weights(path), *f.backend);
   f.tokenizer = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(path)));
   return f;

@@ -177,6 +177,50 @@ TEST_CASE("n = 2 with a seed gives reproducible choices; choice 0 matches n = 1"
   CHECK(wait_idle(engine));
 }
 
+TEST_CASE("seeded sampling of a batch gives the same tokens on 1 and 3 host threads") {
+  // Rows are sampled in parallel on the backend's pool; each row's draw depends only
+  // on its own logits, settings and random stream, never on the split.
+  auto run = [](int num_threads) {
+    LoadedFixture f = load_engine_fixture("qwen3", "f32", num_threads);
+    Engine engine(*f.model, *f.tokenizer, small_config());
+    engine.start();
+    std::vector<std::vector<ChoiceResult>> out;
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (int i = 0; i < 6; ++i) {
+      GenerationRequest r;
+      r.request_id = "r" + std::to_string(i);
+      r.prompt_tokens = make_prompt(11 + i, 9 + 3 * i);
+      r.params.temperature = 0.8f + 0.1f * static_cast<float>(i % 3);
+      r.params.top_p = i % 2 == 0 ? 1.0f : 0.9f;
+      r.params.seed = 100 + static_cast<uint64_t>(i);
+      r.params.n = 2;
+      r.params.max_tokens = 12;
+      r.params.ignore_eos = true;
+      r.params.logprobs = 1;
+      auto submitted = engine.submit(std::move(r));
+      REQUIRE(submitted.ok());
+      streams.push_back(submitted.stream);
+    }
+    for (auto& stream : streams) out.push_back(collect(*stream));
+    return out;
+  };
+  const auto one = run(1);
+  const auto three = run(3);
+  REQUIRE(one.size() == three.size());
+  for (size_t r = 0; r < one.size(); ++r) {
+    REQUIRE(one[r].size() == 2);
+    for (size_t c = 0; c < 2; ++c) {
+      CAPTURE(r);
+      CAPTURE(c);
+      CHECK(one[r][c].tokens.size() == 12);
+      CHECK(one[r][c].tokens == three[r][c].tokens);
+      REQUIRE(one[r][c].logprobs.size() == three[r][c].logprobs.size());
+      for (size_t t = 0; t < one[r][c].logprobs.size(); ++t)
+        CHECK(one[r][c].logprobs[t].logprob == three[r][c].logprobs[t].logprob);
+    }
+  }
+}
+
 TEST_CASE("stop strings cut the text and finish with stop; max_tokens finishes with length") {
   LoadedFixture f = load_engine_fixture("llama");
   Engine engine(*f.model, *f.tokenizer, small_config());

@@ -244,29 +244,42 @@ int32_t reference_draw(std::vector<float> logits, const SamplingParams& p, doubl
 }
 
 TEST_CASE("Sampler: the quickselect draw matches a full sort and CDF walk") {
-  const int vocab = 5000;
-  Sampler sampler(vocab);
-  Rng fill(2024, 0);
-  std::vector<float> logits(vocab);
-  for (float& v : logits) v = static_cast<float>(fill.uniform() * 12.0 - 6.0);
-  logits[17] = logits[4000];  // a tie across the order
-  std::vector<SamplingParams> cases(5, seeded(77));
-  cases[1].top_p = 0.9f;
-  cases[2].top_k = 300;
-  cases[2].top_p = 0.7f;
-  cases[3].min_p = 0.05f;
-  cases[3].temperature = 1.5f;
-  cases[4].top_k = 1000;
-  cases[4].top_p = 0.95f;
-  cases[4].min_p = 0.01f;
-  cases[4].temperature = 0.6f;
-  for (size_t c = 0; c < cases.size(); ++c) {
-    CAPTURE(c);
-    Rng rng(77, c), shadow(77, c);
-    for (int i = 0; i < 200; ++i) {
-      const double u = shadow.uniform();
-      REQUIRE(sampler.sample(logits, cases[c], {}, {}, rng).token == reference_draw(logits, cases[c], u));
+  // Flat: nearly every token is on the heavy side of the first split. Peaked (a
+  // 50k vocabulary, 20 tokens far above the rest): most draws end among the heavy
+  // few, some in the long tail below the split (counted below).
+  for (const bool peaked : {false, true}) {
+    CAPTURE(peaked);
+    const int vocab = peaked ? 50000 : 5000;
+    Sampler sampler(vocab);
+    Rng fill(2024, 0);
+    std::vector<float> logits(vocab);
+    for (float& v : logits) v = static_cast<float>(fill.uniform() * (peaked ? 8.0 : 12.0) - 6.0);
+    if (peaked)
+      for (int i = 0; i < 20; ++i) logits[i * 2477] = static_cast<float>(8.0 + fill.uniform() * 4.0);
+    logits[17] = logits[4000];  // a tie across the order
+    std::vector<SamplingParams> cases(5, seeded(77));
+    cases[1].top_p = 0.9f;
+    cases[2].top_k = 300;
+    cases[2].top_p = 0.7f;
+    cases[3].min_p = 0.05f;
+    cases[3].temperature = 1.5f;
+    cases[4].top_k = 1000;
+    cases[4].top_p = 0.95f;
+    cases[4].min_p = 0.01f;
+    cases[4].temperature = 0.6f;
+    const float max = *std::max_element(logits.begin(), logits.end());
+    int tail_draws = 0;  // of case 0 (temperature 1, no filter): below the heavy split
+    for (size_t c = 0; c < cases.size(); ++c) {
+      CAPTURE(c);
+      Rng rng(77, c), shadow(77, c);
+      for (int i = 0; i < 200; ++i) {
+        const double u = shadow.uniform();
+        const int32_t token = sampler.sample(logits, cases[c], {}, {}, rng).token;
+        REQUIRE(token == reference_draw(logits, cases[c], u));
+        if (c == 0 && std::exp(logits[token] - max) < 1.0f / 1024) ++tail_draws;
+      }
     }
+    if (peaked) CHECK((tail_draws > 0 && tail_draws < 100));
   }
 }
 
