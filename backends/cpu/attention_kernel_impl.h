@@ -4,9 +4,12 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#if defined(__AVX512F__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include "backends/cpu/attention_kernel.h"
-#include "backends/cpu/dot.h"
 #include "backends/cpu/half.h"
 
 namespace sluice::backends::cpu {
@@ -30,37 +33,74 @@ inline float exp_nonpositive(float x) {
   return p * std::bit_cast<float>(bits);
 }
 
-// Rows [first, first + count) of a cache as F32 into dst (count rows of hd).
-inline void load_rows(const AttentionArgs& a, const std::byte* cache, const int64_t* rows, int count, float* dst) {
+// One lane per key of a block: a GCC/Clang vector that each ISA lowers to its own
+// registers (4 SSE, 2 AVX or 1 AVX-512), lane by lane the same operations. It never
+// crosses a non-inlined call, so the ABI note GCC gives for wide vectors is moot.
+#pragma GCC diagnostic ignored "-Wpsabi"
+using KeyLanes = float __attribute__((vector_size(kAttentionKeys * sizeof(float))));
+
+inline KeyLanes load_lanes(const float* p) {
+  KeyLanes v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// GCC 12 warns that _mm512_cvtph_ps reads an undefined source (it is masked off).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// n F16 values as F32 (exact on every path: F16C where built with it).
+inline void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+#elif defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+  for (; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+}
+#pragma GCC diagnostic pop
+
+// Cache rows `rows[0, count)` as F32: into dst as count rows of hd, or with
+// `transpose` as hd rows of kAttentionKeys (keys beyond count zero); `row` is
+// scratch for one row of hd.
+inline void load_rows(const AttentionArgs& a, const std::byte* cache, const int64_t* rows, int count, float* dst,
+                      bool transpose, float* row) {
   const int64_t hd = a.head_dim;
+  if (transpose && count < kAttentionKeys)
+    for (int64_t i = 0; i < hd * kAttentionKeys; ++i) dst[i] = 0.0f;
   for (int j = 0; j < count; ++j) {
     const std::byte* src = cache + rows[j] * a.kv_row_bytes;
-    float* d = dst + j * hd;
+    float* d = transpose ? row : dst + j * hd;
     if (a.kv_f16) {
-      const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < hd; ++i) d[i] = fp16_to_fp32(h[i]);
+      f16_to_f32(reinterpret_cast<const uint16_t*>(src), d, hd);
     } else {
-      const float* f = reinterpret_cast<const float*>(src);
-      for (int64_t i = 0; i < hd; ++i) d[i] = f[i];
+      std::memcpy(d, src, static_cast<size_t>(hd) * sizeof(float));
     }
+    if (transpose)
+      for (int64_t i = 0; i < hd; ++i) dst[i * kAttentionKeys + j] = row[i];
   }
 }
 
 void attend(const AttentionArgs& a, const AttentionItem& item, float* scratch) {
   const int64_t hd = a.head_dim;
   const int64_t group = a.num_heads / a.kv_heads;
-  const int64_t kvh = item.head / group;
+  const int64_t kvh = item.first_head / group;
   const int rows = item.num_rows;
-  float* kt = scratch;                        // [keys, hd]
-  float* vt = kt + kAttentionKeys * hd;       // [keys, hd]
-  float* acc = vt + kAttentionKeys * hd;      // [rows, hd]
-  float* max = acc + kAttentionRows * hd;     // [rows]
-  float* sum = max + kAttentionRows;          // [rows]
-  float* s = sum + kAttentionRows;            // [keys]
-  for (int r = 0; r < rows; ++r) {
-    max[r] = -INFINITY;
-    sum[r] = 0.0f;
-    for (int64_t i = 0; i < hd; ++i) acc[r * hd + i] = 0.0f;
+  const int heads = item.num_heads;
+  const int queries = rows * heads;             // query (r, h) is index r * heads + h
+  float* kt = scratch;                          // [hd, keys]: transposed
+  float* vt = kt + kAttentionKeys * hd;         // [keys, hd]
+  float* acc = vt + kAttentionKeys * hd;        // [queries, hd]
+  float* max = acc + queries * hd;              // [queries]
+  float* sum = max + queries;                   // [queries]
+  float* s = sum + queries;                     // [keys]
+  float* row = s + kAttentionKeys;              // [hd]: load_rows' scratch
+  for (int qi = 0; qi < queries; ++qi) {
+    max[qi] = -INFINITY;
+    sum[qi] = 0.0f;
+    for (int64_t i = 0; i < hd; ++i) acc[qi * hd + i] = 0.0f;
   }
   auto lowest = [&](int64_t p) { return a.sliding_window > 0 && p >= a.sliding_window ? p - a.sliding_window + 1 : 0; };
   const int64_t first = lowest(item.first_position);
@@ -74,41 +114,68 @@ void attend(const AttentionArgs& a, const AttentionItem& item, float* scratch) {
       cache_rows[j - j0] = (block * a.block_size + j % a.block_size) * a.kv_heads + kvh;
     }
     const int count = static_cast<int>(j1 - j0);
-    load_rows(a, a.k, cache_rows, count, kt);
-    load_rows(a, a.v, cache_rows, count, vt);
+    load_rows(a, a.k, cache_rows, count, kt, /*transpose=*/true, row);
+    load_rows(a, a.v, cache_rows, count, vt, /*transpose=*/false, row);
     for (int r = 0; r < rows; ++r) {
       const int64_t p = item.first_position + r;
       const int64_t lo = lowest(p) > j0 ? lowest(p) : j0;
       const int64_t hi = p + 1 < j1 ? p + 1 : j1;
       if (lo >= hi) continue;
-      const float* q = a.q + ((item.first_row + r) * a.num_heads + item.head) * a.q_row_stride;
-      float block_max = -INFINITY;
-      for (int64_t j = lo; j < hi; ++j) {
-        float score = dot(q, kt + (j - j0) * hd, hd) * a.scale;
-        if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
-        s[j - j0] = score;
-        block_max = score > block_max ? score : block_max;
-      }
-      float* o = acc + r * hd;
-      if (block_max > max[r]) {
-        const float correction = exp_nonpositive(max[r] - block_max);
-        sum[r] *= correction;
-        for (int64_t i = 0; i < hd; ++i) o[i] *= correction;
-        max[r] = block_max;
-      }
-      for (int64_t j = lo; j < hi; ++j) {
-        const float e = exp_nonpositive(s[j - j0] - max[r]);
-        sum[r] += e;
-        const float* vj = vt + (j - j0) * hd;
-        for (int64_t i = 0; i < hd; ++i) o[i] += e * vj[i];
+      for (int h = 0; h < heads; ++h) {
+        const int qi = r * heads + h;
+        const float* q = a.q + ((item.first_row + r) * a.num_heads + item.first_head + h) * a.q_row_stride;
+        // All kAttentionKeys scores at once, one dimension at a time (a vector
+        // across keys: no horizontal sums), each summed over i in order.
+        // Four partial sums (dimensions i mod 4), added pairwise at the end: four
+        // independent chains instead of one long one.
+        KeyLanes part[4] = {};
+        int64_t i = 0;
+        for (; i + 4 <= hd; i += 4)
+          for (int u = 0; u < 4; ++u) part[u] += q[i + u] * load_lanes(kt + (i + u) * kAttentionKeys);
+        for (; i < hd; ++i) part[0] += q[i] * load_lanes(kt + i * kAttentionKeys);
+        const KeyLanes dots = (part[0] + part[1]) + (part[2] + part[3]);
+        std::memcpy(s, &dots, sizeof(dots));
+        float block_max = -INFINITY;
+        for (int64_t j = lo - j0; j < hi - j0; ++j) {
+          float score = s[j] * a.scale;
+          if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
+          s[j] = score;
+          block_max = score > block_max ? score : block_max;
+        }
+        float* o = acc + qi * hd;
+        if (block_max > max[qi]) {
+          const float correction = exp_nonpositive(max[qi] - block_max);
+          sum[qi] *= correction;
+          for (int64_t i = 0; i < hd; ++i) o[i] *= correction;
+          max[qi] = block_max;
+        }
+        // The block's weights first (a loop the compiler vectorizes), then the sum
+        // and the accumulator in key order.
+        const float m = max[qi];
+        for (int64_t j = lo - j0; j < hi - j0; ++j) s[j] = exp_nonpositive(s[j] - m);
+        for (int64_t j = lo - j0; j < hi - j0; ++j) sum[qi] += s[j];
+        // o += e_j v_j over the keys in order, 64 dimensions at a time held in
+        // registers across the keys (per element the same operations in the same order).
+        int64_t c = 0;
+        for (; c + 4 * kAttentionKeys <= hd; c += 4 * kAttentionKeys) {
+          KeyLanes oc[4];
+          for (int u = 0; u < 4; ++u) oc[u] = load_lanes(o + c + u * kAttentionKeys);
+          for (int64_t j = lo - j0; j < hi - j0; ++j)
+            for (int u = 0; u < 4; ++u) oc[u] += s[j] * load_lanes(vt + j * hd + c + u * kAttentionKeys);
+          std::memcpy(o + c, oc, sizeof(oc));
+        }
+        for (; c < hd; ++c)
+          for (int64_t j = lo - j0; j < hi - j0; ++j) o[c] += s[j] * vt[j * hd + c];
       }
     }
   }
-  for (int r = 0; r < rows; ++r) {
-    const float inv = 1.0f / sum[r];
-    float* out = a.out + ((item.first_row + r) * a.num_heads + item.head) * a.out_row_stride;
-    for (int64_t i = 0; i < hd; ++i) out[i] = acc[r * hd + i] * inv;
-  }
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < heads; ++h) {
+      const int qi = r * heads + h;
+      const float inv = 1.0f / sum[qi];
+      float* out = a.out + ((item.first_row + r) * a.num_heads + item.first_head + h) * a.out_row_stride;
+      for (int64_t i = 0; i < hd; ++i) out[i] = acc[qi * hd + i] * inv;
+    }
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // Causal attention over the paged KV cache: checks, work items, and the kernel of
 // the CPU's path (attention_kernel.h has the numerics).
 //
-// One work item is (sequence, head, up to 16 query rows). Query i of a sequence
-// sits at position p = num_cached + i and sees positions [lo, p],
-// lo = max(0, p - window + 1) with a sliding window, else 0.
+// One work item is (sequence, query heads of one KV head, up to 16 query rows).
+// Query i of a sequence sits at position p = num_cached + i and sees positions
+// [lo, p], lo = max(0, p - window + 1) with a sliding window, else 0.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -44,20 +45,47 @@ void attention(ThreadPool& pool, KernelPath path, const Tensor& q, const KvLayer
     for (int32_t b : seq.block_table) SLUICE_CHECK(b >= 0 && b < num_blocks, "attention: block id out of range");
   }
 
-  // Items: (sequence, head, up to kAttentionRows consecutive query rows).
+  // Items: (sequence, query heads of one KV head, consecutive query rows), at most
+  // kAttentionRows queries (rows x heads) each so that an item's state stays in L1.
+  // A sequence with few query rows (decode) takes several heads of a GQA group per
+  // item, so each K/V block it converts serves them all; prefill chunks take one
+  // head and 16 rows. When grouping leaves too few items to keep every thread busy
+  // (decode of one or two sequences), groups are split.
+  const int threads = pool.num_threads();
+  int64_t row_chunks = 0;
+  for (const SequenceSlice& seq : sequences) row_chunks += (seq.num_queries + kAttentionRows - 1) / kAttentionRows;
+  int64_t max_heads_per_item = std::min<int64_t>(group, kAttentionRows);
+  while (max_heads_per_item > 1 && row_chunks * num_heads / max_heads_per_item < 4 * threads) --max_heads_per_item;
+  auto heads_per_item = [&](const SequenceSlice& seq) {
+    int64_t heads = std::min<int64_t>(max_heads_per_item, kAttentionRows / std::min(seq.num_queries, kAttentionRows));
+    while (group % heads != 0) --heads;
+    return heads;
+  };
   // The engine thread's list (a thread_local reused across steps: no allocation
   // once it has grown); the lambda below must capture it by reference, not name
   // the thread_local, which would be each worker's own.
   thread_local std::vector<AttentionItem> item_storage;
   std::vector<AttentionItem>& items = item_storage;
   items.clear();
-  for (size_t si = 0; si < sequences.size(); ++si) {
-    const SequenceSlice& seq = sequences[si];
-    for (int64_t h = 0; h < num_heads; ++h)
-      for (int32_t i = 0; i < seq.num_queries; i += kAttentionRows)
-        items.push_back({seq.query_begin + i, std::min<int32_t>(kAttentionRows, seq.num_queries - i),
-                         static_cast<int64_t>(seq.num_cached) + i, h, seq.block_table.data()});
+  for (const SequenceSlice& seq : sequences) {
+    if (seq.num_queries == 0) continue;
+    const int64_t heads = heads_per_item(seq);
+    const auto rows = static_cast<int32_t>(kAttentionRows / heads);
+    for (int64_t h = 0; h < num_heads; h += heads)
+      for (int32_t i = 0; i < seq.num_queries; i += rows)
+        items.push_back({.first_row = seq.query_begin + i,
+                         .num_rows = std::min<int32_t>(rows, seq.num_queries - i),
+                         .num_heads = static_cast<int32_t>(heads),
+                         .first_position = static_cast<int64_t>(seq.num_cached) + i,
+                         .first_head = h,
+                         .block_table = seq.block_table.data()});
   }
+  // Longest first (keys seen grow with the position), handed out one at a time,
+  // so a causal prefill's costly late rows do not pile up on one thread. Which
+  // thread runs an item never changes its numbers.
+  std::sort(items.begin(), items.end(), [](const AttentionItem& x, const AttentionItem& y) {
+    return x.first_position + x.num_rows > y.first_position + y.num_rows;
+  });
   AttentionArgs args;
   args.q = reinterpret_cast<const float*>(host_ptr(q));
   args.q_row_stride = static_cast<int64_t>(q.row_stride / sizeof(float));
@@ -75,10 +103,14 @@ void attention(ThreadPool& pool, KernelPath path, const Tensor& q, const KvLayer
   args.softcap = params.softcap;
   args.sliding_window = params.sliding_window;
   const AttentionKernel kernel = attention_kernel(path);
-  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t begin, int64_t end) {
+  const size_t scratch_floats = attention_scratch_floats(head_dim);
+  std::atomic<size_t> next{0};
+  pool.parallel_for(std::min<int64_t>(threads, static_cast<int64_t>(items.size())), [&](int64_t, int64_t) {
     thread_local std::vector<float> scratch;
-    if (scratch.size() < attention_scratch_floats(head_dim)) scratch.resize(attention_scratch_floats(head_dim));
-    for (int64_t i = begin; i < end; ++i) kernel(args, items[static_cast<size_t>(i)], scratch.data());
+    if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
+    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < items.size();
+         i = next.fetch_add(1, std::memory_order_relaxed))
+      kernel(args, items[i], scratch.data());
   });
 }
 
