@@ -14,6 +14,7 @@ struct ModelConfig {
   std::string name;              // served model id; empty: the file name without .gguf
   std::string backend = "auto";  // cpu | cuda | cuda:N | auto
   int64_t context_length = 0;    // 0: the model's trained context length
+  std::string quantize = "none"; // none | q8_0 | q4_0: F32/F16/BF16 matrices quantized at load
 };
 
 struct Config {

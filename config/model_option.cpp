@@ -53,6 +53,9 @@ void finish(std::vector<ModelConfig>& models, std::string_view origin) {
       fail(entry_key(i, "backend"),
            "must be one of auto, cpu, cuda, cuda:N (N >= 0), got " + quote(model.backend), origin);
     }
+    if (model.quantize != "none" && model.quantize != "q8_0" && model.quantize != "q4_0") {
+      fail(entry_key(i, "quantize"), "must be one of none, q8_0, q4_0, got " + quote(model.quantize), origin);
+    }
     if (model.context_length < 0) {
       fail(entry_key(i, "context_length"),
            "must be >= 0 (0: the model's own), got " + std::to_string(model.context_length),
@@ -91,7 +94,7 @@ ModelConfig parse_text_entry(std::string_view item, std::size_t index, std::stri
 }
 
 const std::vector<std::string>& entry_fields() {
-  static const std::vector<std::string> fields = {"path", "name", "backend", "context_length"};
+  static const std::vector<std::string> fields = {"path", "name", "backend", "context_length", "quantize"};
   return fields;
 }
 
@@ -115,6 +118,7 @@ ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_v
     std::string* target = field == "path"      ? &model.path
                           : field == "name"    ? &model.name
                           : field == "backend" ? &model.backend
+                          : field == "quantize" ? &model.quantize
                                                : nullptr;
     if (target == nullptr) fail(key, "unknown key" + suggestion(field, entry_fields()), origin);
     if (!value.is_string()) fail_type(key, "a string", value, origin);
@@ -165,7 +169,7 @@ OptionSpec models_option() {
       if (!out.empty()) out += "; ";
       out += model.name + "=" + model.path + " (backend " + model.backend + ", context_length " +
              (model.context_length == 0 ? "from model" : std::to_string(model.context_length)) +
-             ")";
+             (model.quantize == "none" ? "" : ", quantize " + model.quantize) + ")";
     }
     return out;
   };

@@ -156,6 +156,7 @@ LoadedModel register_model(const config::ModelConfig& config) {
                                      " exceeds the model's trained context length " +
                                      std::to_string(info.trained_context_length));
   }
+  info.quantize = config.quantize;
   info.context_length_set = config.context_length != 0;
   info.context_length = info.context_length_set ? config.context_length : info.trained_context_length;
 

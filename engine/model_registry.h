@@ -23,6 +23,7 @@ struct ModelInfo {
   std::string backend;             // resolved: "cpu" or "cuda:N"
   int64_t context_length = 0;      // served
   bool context_length_set = false; // the operator chose it (else the engine may shrink it)
+  std::string quantize = "none";   // quantization at load: none | q8_0 | q4_0
   int64_t trained_context_length = 0;
   std::string file_type;           // "Q4_1", from general.file_type or the weights
   uint64_t num_parameters = 0;     // elements of all tensors

@@ -18,6 +18,7 @@
 #include "backends/backend.h"
 #include "backends/backend_factory.h"
 #include "engine/loader/random_weights.h"
+#include "engine/loader/quantize.h"
 #include "engine/loader/weight_source.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
@@ -313,7 +314,7 @@ class Bench {
     std::shared_ptr<const loader::WeightSource> source = file_ ? file_ : loader::make_random_weights(spec_, o_.seed);
     const double generate_seconds = seconds_since(start);
     start = Clock::now();
-    model_ = engine::Model::load(source, *backend_);
+    model_ = engine::Model::load(source, *backend_, loader::parse_load_quantization(o_.quantize));
     const double load_seconds = seconds_since(start);
     if (file_) {
       std::printf("weights   %s from the file, loaded in %.1f s\n", format_bytes(bytes_.total).c_str(), load_seconds);
@@ -452,6 +453,8 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("--dtype", o.dtype, "Matrix dtype: bf16 f16 f32 q8_0 q4_0 q4_k q6_k (norms are f32)")->capture_default_str();
   app.add_option("--kv-dtype", o.kv_dtype, "KV cache dtype: f16 f32")->capture_default_str();
   app.add_option("--backend", o.backend, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--quantize", o.quantize, "Quantize F32/F16/BF16 weight matrices at load: none, q8_0 or q4_0")
+      ->capture_default_str()->check(CLI::IsMember({"none", "q8_0", "q4_0"}));
   app.add_option("--threads", o.threads, "CPU compute threads; 0 is one per core")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--batches", o.batches, "Decode batch sizes, comma-separated")->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--context", o.context, "Tokens cached per decode sequence")->capture_default_str()->check(CLI::NonNegativeNumber);

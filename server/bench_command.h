@@ -21,6 +21,7 @@ struct BenchOptions {
   std::string dtype = "bf16";             // matrices: bf16 f16 f32 q8_0 q4_0 q4_k q6_k
   std::string kv_dtype = "f16";           // f16 f32, as the engine's kv cache
   std::string backend = "auto";           // auto cpu cuda cuda:N
+  std::string quantize = "none";          // none q8_0 q4_0: F32/F16/BF16 matrices quantized at load
   int threads = 0;                        // CPU compute threads; 0: one per core
   std::vector<int> batches = {1, 8, 32, 128};
   int context = 512;                      // tokens already cached per decode sequence

@@ -12,6 +12,7 @@
 #include "backends/backend.h"
 #include "backends/backend_factory.h"
 #include "engine/loader/gguf_file.h"
+#include "engine/loader/quantize.h"
 #include "engine/loader/weight_source.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
@@ -87,6 +88,8 @@ void add_generate_options(CLI::App& app, GenerateOptions& o) {
   app.add_option("--top-p", o.top_p, "Nucleus sampling mass")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--seed", o.seed, "Sampling seed (default: random)");
   app.add_option("--backend", o.backend, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--quantize", o.quantize, "Quantize F32/F16/BF16 weight matrices at load: none, q8_0 or q4_0")
+      ->capture_default_str()->check(CLI::IsMember({"none", "q8_0", "q4_0"}));
   app.add_option("--threads", o.threads, "CPU compute threads; 0 is one per core")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_flag("--stats", o.stats, "Print token counts and speeds to stderr");
 }
@@ -100,7 +103,7 @@ int run_generate(const GenerateOptions& o) {
             : tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(o.model_path));
     std::shared_ptr<const loader::WeightSource> weights = loader::open_weights(o.model_path);
     auto backend = backends::make_backend(backends::resolve_backend(o.backend), o.threads);
-    auto model = engine::Model::load(weights, *backend);
+    auto model = engine::Model::load(weights, *backend, loader::parse_load_quantization(o.quantize));
 
     std::vector<int32_t> prompt = tokenizer.encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
     if (prompt.empty()) {

@@ -23,6 +23,7 @@ struct GenerateOptions {
   std::optional<uint64_t> seed;  // default: random
   int threads = 0;               // 0: one per core
   std::string backend = "auto";  // auto | cpu | cuda | cuda:N
+  std::string quantize = "none"; // none | q8_0 | q4_0: F32/F16/BF16 matrices quantized at load
   bool stats = false;            // timings to stderr
 };
 

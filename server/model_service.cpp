@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "backends/backend_factory.h"
+#include "engine/loader/quantize.h"
 #include "engine/loader/weight_source.h"
 
 namespace sluice::server {
@@ -49,7 +50,8 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
       std::filesystem::is_directory(path) ? tokenizer::Tokenizer::from_hf_dir(path)
                                           : tokenizer::Tokenizer::from_gguf(*loaded.file));
   service->backend_ = backends::make_backend(backends::resolve_backend(info.backend), config.compute_threads);
-  service->model_ = engine::Model::load(loader::open_weights(path), *service->backend_);
+  service->model_ = engine::Model::load(loader::open_weights(path), *service->backend_,
+                                        loader::parse_load_quantization(info.quantize));
   spdlog::info("model {}: weights on {} ({} kernels), {:.1f} MiB made at load (repacked)", info.id,
                service->backend_->name(), service->backend_->kernel_path(),
                static_cast<double>(service->backend_->made_weight_bytes()) / (1 << 20));

@@ -28,7 +28,7 @@ int64_t contiguous_start(std::span<const int32_t> rows) {
 }  // namespace
 
 std::unique_ptr<Model> Model::load(std::shared_ptr<const loader::WeightSource> source,
-                                   backends::Backend& backend) {
+                                   backends::Backend& backend, std::optional<backends::DType> quantize_to) {
   if (!source) throw std::invalid_argument("Model::load: no weight source");
   Architecture arch;
   try {
@@ -36,7 +36,7 @@ std::unique_ptr<Model> Model::load(std::shared_ptr<const loader::WeightSource> s
   } catch (const std::invalid_argument& e) {
     throw loader::LoadError(source->path(), e.what());
   }
-  ModelWeights weights = load_model_weights(*source, arch, backend);
+  ModelWeights weights = load_model_weights(*source, arch, backend, quantize_to);
   return std::unique_ptr<Model>(new Model(std::move(source), backend, arch, std::move(weights)));
 }
 

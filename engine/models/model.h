@@ -4,6 +4,7 @@
 // sequences together) and returns logits for the rows that sample.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -34,9 +35,11 @@ struct StepBatch {
 class Model {
  public:
   // Checks every tensor's shape and dtype; throws loader::LoadError naming the
-  // file and the tensor when the model cannot run on `backend`.
+  // file and the tensor when the model cannot run on `backend`. quantize_to
+  // (Q8_0 / Q4_0) quantizes F32/F16/BF16 matrices at load.
   static std::unique_ptr<Model> load(std::shared_ptr<const loader::WeightSource> source,
-                                     backends::Backend& backend);
+                                     backends::Backend& backend,
+                                     std::optional<backends::DType> quantize_to = std::nullopt);
 
   const ModelHparams& hparams() const { return hparams_; }
   const Architecture& architecture() const { return arch_; }

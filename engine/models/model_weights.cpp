@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/loader/load_error.h"
+#include "engine/loader/quantize.h"
 
 namespace sluice::engine {
 namespace {
@@ -15,13 +16,22 @@ using loader::LoadError;
 // Turns required weight views into backend tensors, checking dtypes on the way.
 class WeightBinder {
  public:
-  WeightBinder(const loader::WeightSource& source, backends::Backend& backend, ModelWeights& out)
-      : source_(source), backend_(backend), out_(out) {}
+  WeightBinder(const loader::WeightSource& source, backends::Backend& backend, ModelWeights& out,
+               std::optional<DType> quantize_to)
+      : source_(source), backend_(backend), out_(out), quantize_to_(quantize_to) {}
 
   // A matrix [rows, cols] in any dtype the backend's matmul takes.
   Tensor matrix(const std::string& name, int64_t rows, int64_t cols) {
     const int64_t shape[] = {rows, cols};
     loader::WeightView view = source_.require(name, shape);
+    if (quantize_to_ && loader::can_quantize(view.dtype, cols) && view.data.size() == expected_bytes(view, rows, cols)) {
+      // The token embedding keeps 8 bits whatever the target: in tied models it is
+      // also the output matrix, where 4 bits cost the logits most.
+      const DType to = name == "token_embd.weight" ? DType::Q8_0 : *quantize_to_;
+      auto& bytes = out_.quantized.emplace_back(loader::quantize_matrix(view.dtype, view.data, rows, cols, to));
+      view.data = bytes;
+      view.dtype = to;
+    }
     if (!backend_.supports_matmul(view.dtype))
       throw LoadError(source_.path(), "tensor '" + name + "': dtype " +
                                           std::string(backends::dtype_name(view.dtype)) +
@@ -65,15 +75,20 @@ class WeightBinder {
     return tensor;
   }
 
+  static uint64_t expected_bytes(const loader::WeightView& view, int64_t rows, int64_t cols) {
+    return backends::dtype_bytes(view.dtype, static_cast<uint64_t>(rows * cols)).value_or(0);
+  }
+
   const loader::WeightSource& source_;
   backends::Backend& backend_;
   ModelWeights& out_;
+  std::optional<DType> quantize_to_;
 };
 
 }  // namespace
 
 ModelWeights load_model_weights(const loader::WeightSource& source, const Architecture& arch,
-                                backends::Backend& backend) {
+                                backends::Backend& backend, std::optional<DType> quantize_to) {
   const ModelHparams& h = source.hparams();
   try {
     arch.check(h);
@@ -90,7 +105,7 @@ ModelWeights load_model_weights(const loader::WeightSource& source, const Archit
   const int64_t f = h.ffn_length;
 
   ModelWeights w;
-  WeightBinder bind(source, backend, w);
+  WeightBinder bind(source, backend, w, quantize_to);
   w.token_embd = bind.matrix("token_embd.weight", h.vocab_size, d);
   w.output_norm = bind.vector("output_norm.weight", d);
   if (h.tied_embeddings) {

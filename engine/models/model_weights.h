@@ -8,6 +8,7 @@
 // copies them as they are), so the source must outlive these weights.
 // Immutable after load; used by the engine thread of its model.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backends/backend.h"
@@ -41,10 +42,14 @@ struct ModelWeights {
   backends::Tensor output;       // [vocab, d]: token_embd itself when tied
   std::vector<LayerWeights> layers;
   std::vector<std::unique_ptr<backends::Buffer>> buffers;  // one per tensor, owning the device side
+  std::vector<std::vector<std::byte>> quantized;           // matrices quantized at load (buffers may view them)
 };
 
 // Throws loader::LoadError naming the source's file and the offending tensor.
+// quantize_to (Q8_0 or Q4_0): F32/F16/BF16 matrices are quantized to it first
+// (loader/quantize.h), token_embd to Q8_0, rows that are not whole blocks excepted.
 ModelWeights load_model_weights(const loader::WeightSource& source, const Architecture& arch,
-                                backends::Backend& backend);
+                                backends::Backend& backend,
+                                std::optional<backends::DType> quantize_to = std::nullopt);
 
 }  // namespace sluice::engine

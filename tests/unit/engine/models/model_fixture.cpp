@@ -83,17 +83,18 @@ double max_relative_error(const std::vector<float>& a, const std::vector<float>&
 ModelRunner::ModelRunner(std::shared_ptr<const loader::WeightSource> weights, int num_threads,
                          backends::DType kv_dtype)
     : owned_backend_(backends::make_cpu_backend(num_threads)), backend_(owned_backend_.get()) {
-  load(std::move(weights), kv_dtype);
+  load(std::move(weights), kv_dtype, std::nullopt);
 }
 
 ModelRunner::ModelRunner(std::shared_ptr<const loader::WeightSource> weights, backends::Backend& backend,
-                         backends::DType kv_dtype)
+                         backends::DType kv_dtype, std::optional<backends::DType> quantize_to)
     : backend_(&backend) {
-  load(std::move(weights), kv_dtype);
+  load(std::move(weights), kv_dtype, quantize_to);
 }
 
-void ModelRunner::load(std::shared_ptr<const loader::WeightSource> weights, backends::DType kv_dtype) {
-  model_ = Model::load(std::move(weights), *backend_);
+void ModelRunner::load(std::shared_ptr<const loader::WeightSource> weights, backends::DType kv_dtype,
+                       std::optional<backends::DType> quantize_to) {
+  model_ = Model::load(std::move(weights), *backend_, quantize_to);
   cache_ = std::make_unique<KvCache>(*backend_, model_->hparams(),
                                      KvCacheConfig{.num_blocks = kNumBlocks, .block_size = kBlockSize,
                                                    .dtype = kv_dtype});

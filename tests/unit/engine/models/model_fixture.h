@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,9 +54,11 @@ class ModelRunner {
   // On a CPU backend of its own with `num_threads` compute threads.
   ModelRunner(std::shared_ptr<const loader::WeightSource> weights, int num_threads = 2,
               backends::DType kv_dtype = backends::DType::F32);
-  // On `backend` (the CPU's or a GPU's), which must outlive the runner.
+  // On `backend` (the CPU's or a GPU's), which must outlive the runner;
+  // quantize_to as Model::load's.
   ModelRunner(std::shared_ptr<const loader::WeightSource> weights, backends::Backend& backend,
-              backends::DType kv_dtype = backends::DType::F32);
+              backends::DType kv_dtype = backends::DType::F32,
+              std::optional<backends::DType> quantize_to = std::nullopt);
 
   Model& model() { return *model_; }
   backends::Backend& backend() { return *backend_; }
@@ -75,7 +78,8 @@ class ModelRunner {
   std::vector<int32_t> block_table(int region, int64_t num_tokens) const;
 
  private:
-  void load(std::shared_ptr<const loader::WeightSource> weights, backends::DType kv_dtype);
+  void load(std::shared_ptr<const loader::WeightSource> weights, backends::DType kv_dtype,
+            std::optional<backends::DType> quantize_to);
 
   std::unique_ptr<backends::Backend> owned_backend_;  // the CPU runner's; declared first, destroyed last
   backends::Backend* backend_ = nullptr;

@@ -134,6 +134,36 @@ TEST_CASE("every fixture model on the integer kernels stays within activation ro
   MESSAGE("integer kernels vs reference path: worst relative logit error " << worst);
 }
 
+// Quantization at load: each fixture's F32 safetensors quantized to Q8_0 / Q4_0 as
+// it loads holds the same blocks as the GGUF of that type (the reference rounding,
+// token_embd at Q8_0 in both), so its logits match the reference run on the
+// dequantized weights within kTightTolerance; against the unquantized f32
+// reference they are within the reference's own quantization gap (+ 2 x tight).
+TEST_CASE("safetensors quantized at load match the quantized references") {
+  auto cpu = backends::make_reference_cpu_backend(2);
+  for (const std::string& name : kFixtureNames) {
+    const ModelFixture fixture = load_fixture(name);
+    for (const auto& [variant, dtype] : {std::pair{"q8_0", backends::DType::Q8_0}, {"q4_0", backends::DType::Q4_0}}) {
+      CAPTURE(name);
+      CAPTURE(variant);
+      ModelRunner runner(open_fixture_weights(fixture, "safetensors"), *cpu, backends::DType::F32, dtype);
+      double worst = 0.0, worst_vs_f32 = 0.0;
+      for (const auto& seq : fixture.sequences) {
+        const std::vector<float> ours = runner.run(seq.tokens, seq.tokens.size());
+        const double error = max_relative_error(ours, seq.logits.at(variant), fixture.vocab_size);
+        const double vs_f32 = max_relative_error(ours, seq.logits.at("f32"), fixture.vocab_size);
+        const double gap = max_relative_error(seq.logits.at(variant), seq.logits.at("f32"), fixture.vocab_size);
+        CHECK(error < kTightTolerance);
+        CHECK(vs_f32 <= gap + 2 * kTightTolerance);
+        worst = std::max(worst, error);
+        worst_vs_f32 = std::max(worst_vs_f32, vs_f32);
+      }
+      MESSAGE(name << " safetensors quantized to " << std::string(variant) << " at load: vs dequantized reference " << worst
+                   << "; vs f32 " << worst_vs_f32);
+    }
+  }
+}
+
 TEST_CASE("every fixture model matches its transformers reference logits on CUDA") {
   auto gpu = backends::test::cuda_backend_or_skip("CUDA model parity");
   if (!gpu) return;
