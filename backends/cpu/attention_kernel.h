@@ -9,8 +9,7 @@
 //
 // Numerics, per query: keys in position order, in blocks aligned to absolute
 // positions (multiples of kAttentionKeys), online softmax: a block's scores
-// (q . k summed over the head dimension in order, times scale, optional
-// softcap), the running max
+// (F32 dot in dot.h's order, times scale, optional softcap), the running max
 // raised to the block's (rescaling the sum and the accumulator by exp(old - new)),
 // then each key's exp(s - max) added to the sum and, times V, to the accumulator,
 // in order; out = acc / sum. Nothing depends on the other rows or heads of the
@@ -52,7 +51,7 @@ struct AttentionItem {
 using AttentionKernel = void (*)(const AttentionArgs& args, const AttentionItem& item, float* scratch);
 
 inline size_t attention_scratch_floats(int64_t head_dim) {
-  return static_cast<size_t>((2 * kAttentionKeys + 1) * head_dim + kAttentionRows * (head_dim + 2) + kAttentionKeys);
+  return static_cast<size_t>(2 * kAttentionKeys * head_dim + kAttentionRows * (head_dim + 2) + kAttentionKeys);
 }
 
 AttentionKernel attention_kernel(KernelPath path);

@@ -10,6 +10,7 @@
 #endif
 
 #include "backends/cpu/attention_kernel.h"
+#include "backends/cpu/dot.h"
 #include "backends/cpu/half.h"
 
 namespace sluice::backends::cpu {
@@ -62,24 +63,16 @@ inline void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
 }
 #pragma GCC diagnostic pop
 
-// Cache rows `rows[0, count)` as F32: into dst as count rows of hd, or with
-// `transpose` as hd rows of kAttentionKeys (keys beyond count zero); `row` is
-// scratch for one row of hd.
-inline void load_rows(const AttentionArgs& a, const std::byte* cache, const int64_t* rows, int count, float* dst,
-                      bool transpose, float* row) {
+// Cache rows `rows[0, count)` as F32 into dst (count rows of hd).
+inline void load_rows(const AttentionArgs& a, const std::byte* cache, const int64_t* rows, int count, float* dst) {
   const int64_t hd = a.head_dim;
-  if (transpose && count < kAttentionKeys)
-    for (int64_t i = 0; i < hd * kAttentionKeys; ++i) dst[i] = 0.0f;
   for (int j = 0; j < count; ++j) {
     const std::byte* src = cache + rows[j] * a.kv_row_bytes;
-    float* d = transpose ? row : dst + j * hd;
     if (a.kv_f16) {
-      f16_to_f32(reinterpret_cast<const uint16_t*>(src), d, hd);
+      f16_to_f32(reinterpret_cast<const uint16_t*>(src), dst + j * hd, hd);
     } else {
-      std::memcpy(d, src, static_cast<size_t>(hd) * sizeof(float));
+      std::memcpy(dst + j * hd, src, static_cast<size_t>(hd) * sizeof(float));
     }
-    if (transpose)
-      for (int64_t i = 0; i < hd; ++i) dst[i * kAttentionKeys + j] = row[i];
   }
 }
 
@@ -90,13 +83,12 @@ void attend(const AttentionArgs& a, const AttentionItem& item, float* scratch) {
   const int rows = item.num_rows;
   const int heads = item.num_heads;
   const int queries = rows * heads;             // query (r, h) is index r * heads + h
-  float* kt = scratch;                          // [hd, keys]: transposed
+  float* kt = scratch;                          // [keys, hd]
   float* vt = kt + kAttentionKeys * hd;         // [keys, hd]
   float* acc = vt + kAttentionKeys * hd;        // [queries, hd]
   float* max = acc + queries * hd;              // [queries]
   float* sum = max + queries;                   // [queries]
   float* s = sum + queries;                     // [keys]
-  float* row = s + kAttentionKeys;              // [hd]: load_rows' scratch
   for (int qi = 0; qi < queries; ++qi) {
     max[qi] = -INFINITY;
     sum[qi] = 0.0f;
@@ -114,8 +106,8 @@ void attend(const AttentionArgs& a, const AttentionItem& item, float* scratch) {
       cache_rows[j - j0] = (block * a.block_size + j % a.block_size) * a.kv_heads + kvh;
     }
     const int count = static_cast<int>(j1 - j0);
-    load_rows(a, a.k, cache_rows, count, kt, /*transpose=*/true, row);
-    load_rows(a, a.v, cache_rows, count, vt, /*transpose=*/false, row);
+    load_rows(a, a.k, cache_rows, count, kt);
+    load_rows(a, a.v, cache_rows, count, vt);
     for (int r = 0; r < rows; ++r) {
       const int64_t p = item.first_position + r;
       const int64_t lo = lowest(p) > j0 ? lowest(p) : j0;
@@ -124,20 +116,9 @@ void attend(const AttentionArgs& a, const AttentionItem& item, float* scratch) {
       for (int h = 0; h < heads; ++h) {
         const int qi = r * heads + h;
         const float* q = a.q + ((item.first_row + r) * a.num_heads + item.first_head + h) * a.q_row_stride;
-        // All kAttentionKeys scores at once, one dimension at a time (a vector
-        // across keys: no horizontal sums), each summed over i in order.
-        // Four partial sums (dimensions i mod 4), added pairwise at the end: four
-        // independent chains instead of one long one.
-        KeyLanes part[4] = {};
-        int64_t i = 0;
-        for (; i + 4 <= hd; i += 4)
-          for (int u = 0; u < 4; ++u) part[u] += q[i + u] * load_lanes(kt + (i + u) * kAttentionKeys);
-        for (; i < hd; ++i) part[0] += q[i] * load_lanes(kt + i * kAttentionKeys);
-        const KeyLanes dots = (part[0] + part[1]) + (part[2] + part[3]);
-        std::memcpy(s, &dots, sizeof(dots));
         float block_max = -INFINITY;
         for (int64_t j = lo - j0; j < hi - j0; ++j) {
-          float score = s[j] * a.scale;
+          float score = dot(q, kt + j * hd, hd) * a.scale;
           if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
           s[j] = score;
           block_max = score > block_max ? score : block_max;
