@@ -34,14 +34,15 @@ inline float exp_nonpositive(float x) {
   return p * std::bit_cast<float>(bits);
 }
 
-// One lane per key of a block: a GCC/Clang vector that each ISA lowers to its own
-// registers (4 SSE, 2 AVX or 1 AVX-512), lane by lane the same operations. It never
+// 16 floats (16 dimensions of an accumulator row): a GCC/Clang vector that each ISA
+// lowers to its own registers (4 SSE, 2 AVX or 1 AVX-512), lane by lane the same
+// operations. It never
 // crosses a non-inlined call, so the ABI note GCC gives for wide vectors is moot.
 #pragma GCC diagnostic ignored "-Wpsabi"
-using KeyLanes = float __attribute__((vector_size(kAttentionKeys * sizeof(float))));
+using Lanes16 = float __attribute__((vector_size(kAttentionKeys * sizeof(float))));
 
-inline KeyLanes load_lanes(const float* p) {
-  KeyLanes v;
+inline Lanes16 load_lanes(const float* p) {
+  Lanes16 v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
@@ -139,7 +140,7 @@ void attend(const AttentionArgs& a, const AttentionItem& item, float* scratch) {
         // registers across the keys (per element the same operations in the same order).
         int64_t c = 0;
         for (; c + 4 * kAttentionKeys <= hd; c += 4 * kAttentionKeys) {
-          KeyLanes oc[4];
+          Lanes16 oc[4];
           for (int u = 0; u < 4; ++u) oc[u] = load_lanes(o + c + u * kAttentionKeys);
           for (int64_t j = lo - j0; j < hi - j0; ++j)
             for (int u = 0; u < 4; ++u) oc[u] += s[j] * load_lanes(vt + j * hd + c + u * kAttentionKeys);
