@@ -5,9 +5,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#if defined(__AVX512F__) || defined(__F16C__)
-#include <immintrin.h>
-#endif
 
 #include "backends/cpu/attention_kernel.h"
 #include "backends/cpu/dot.h"
@@ -47,30 +44,13 @@ inline Lanes16 load_lanes(const float* p) {
   return v;
 }
 
-// GCC 12 warns that _mm512_cvtph_ps reads an undefined source (it is masked off).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// n F16 values as F32 (exact on every path: F16C where built with it).
-inline void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
-#elif defined(__F16C__)
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-#endif
-  for (; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
-}
-#pragma GCC diagnostic pop
-
 // Cache rows `rows[0, count)` as F32 into dst (count rows of hd).
 inline void load_rows(const AttentionArgs& a, const std::byte* cache, const int64_t* rows, int count, float* dst) {
   const int64_t hd = a.head_dim;
   for (int j = 0; j < count; ++j) {
     const std::byte* src = cache + rows[j] * a.kv_row_bytes;
     if (a.kv_f16) {
-      f16_to_f32(reinterpret_cast<const uint16_t*>(src), dst + j * hd, hd);
+      f16_row_to_f32(reinterpret_cast<const uint16_t*>(src), dst + j * hd, hd);
     } else {
       std::memcpy(dst + j * hd, src, static_cast<size_t>(hd) * sizeof(float));
     }

@@ -126,7 +126,7 @@ void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor& y) {
     quant_matmul_.run(pool_, x, ws, {&y, 1});
     return;
   }
-  cpu::matmul(pool_, x, w, y);
+  cpu::matmul(pool_, path_, x, w, y);
 }
 
 void CpuBackend::matmul_shared_input(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys) {

@@ -1,9 +1,14 @@
 #pragma once
 // IEEE binary16 (F16) and bfloat16 (BF16) <-> binary32 conversions, written with
-// integer bit operations only, so they are exact, portable and need no F16C.
+// integer bit operations only, so they are exact, portable and need no F16C (the
+// row conversions use F16C / AVX-512 where the including file is built with them,
+// which gives the same bits).
 // Narrowing rounds to nearest, ties to even; NaN stays NaN (made quiet).
 #include <bit>
 #include <cstdint>
+#if defined(__AVX512F__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 namespace sluice::backends::cpu {
 // Internal linkage: kernels built per ISA include this, and their copies must
@@ -50,6 +55,28 @@ inline uint16_t fp32_to_bf16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
   return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+// GCC 12 warns that _mm512_cvtph_ps reads an undefined source (it is masked off).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// n F16 / BF16 values as F32, exactly on every path (F16C / AVX-512 where the
+// including translation unit is built with them).
+inline void f16_row_to_f32(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+#elif defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+  for (; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+}
+#pragma GCC diagnostic pop
+
+inline void bf16_row_to_f32(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(src[i]);  // a shift: vectorizes
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "backends/cpu/dequantize.h"
+#include "backends/cpu/float_matmul_kernel.h"
+#include "backends/cpu/quant/cpu_features.h"
 #include "backends/cpu/quant/packed_matrix.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/half.h"
@@ -137,6 +139,42 @@ TEST_CASE("matmul: large T spans several row tiles and stays invariant") {
     const std::vector<float> x_row(x.begin() + row * in, x.begin() + (row + 1) * in);
     const std::vector<float> y_row(y.begin() + row * out, y.begin() + (row + 1) * out);
     CHECK(bits_equal(run_matmul(*backend, w, x_row, 1), y_row));
+  }
+}
+
+TEST_CASE("matmul: the F32/F16/BF16 tile of every ISA path equals the scalar path bit for bit") {
+  // Each path widens weights with its own instructions (F16C, AVX-512) and
+  // vectorizes dot.h's loop to its own width: the results must still be the
+  // scalar path's, on rows with tails and tiles of every remainder.
+  std::mt19937 rng(13);
+  const std::vector<cpu::KernelPath> paths = cpu::runnable_kernel_paths();
+  MESSAGE("float matmul paths checked against scalar: " << paths.size() - 1);
+  const cpu::FloatMatmulTile reference = cpu::float_matmul_tile(cpu::KernelPath::scalar);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    for (int64_t in : {7, 100, 300, 576}) {
+      const int64_t out = 19;
+      std::vector<std::byte> w_bytes = random_weights(dtype, out, in, rng);
+      for (int64_t t : {1, 3, 8, 17, 64}) {
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(in);
+        CAPTURE(t);
+        const std::vector<float> x = random_floats(rng, static_cast<size_t>(t * in));
+        const int64_t row_bytes = in * static_cast<int64_t>(dtype_traits(dtype).block_bytes);
+        auto run = [&](cpu::FloatMatmulTile tile) {
+          std::vector<float> y(static_cast<size_t>(t * out), -1.0f);
+          std::vector<float> scratch(static_cast<size_t>(in));
+          const cpu::FloatMatmulArgs args{.x = x.data(), .x_stride = in, .w = w_bytes.data(), .w_stride = row_bytes,
+                                          .w_dtype = dtype, .y = y.data(), .y_stride = out, .n = in};
+          tile(args, 0, t, 0, out, scratch.data());
+          return y;
+        };
+        const std::vector<float> want = run(reference);
+        for (cpu::KernelPath path : paths) {
+          CAPTURE(cpu::kernel_path_name(path));
+          CHECK(bits_equal(run(cpu::float_matmul_tile(path)), want));
+        }
+      }
+    }
   }
 }
 
