@@ -11,17 +11,21 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "backends/backend.h"
 #include "backends/backend_factory.h"
+#include "engine/loader/gguf_file.h"
 #include "engine/loader/random_weights.h"
 #include "engine/loader/quantize.h"
 #include "engine/loader/weight_source.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "server/bench_engine.h"
 
 namespace sluice::server {
 namespace {
@@ -169,13 +173,20 @@ struct WeightBytes {
   uint64_t per_step = 0;        // bytes every step reads whatever its size: all but token_embd
 };
 
-// The same split for a model file, from the tensors a model of its hparams binds.
-WeightBytes weight_bytes(const loader::WeightSource& source) {
+// The same split for a model file, from the tensors a model of its hparams binds,
+// as bound: a matrix that --quantize turns into Q8_0 / Q4_0 counts at that size
+// (the embedding always at Q8_0, as engine/models/model_weights.cpp does).
+WeightBytes weight_bytes(const loader::WeightSource& source, std::optional<DType> quantize_to) {
   const engine::ModelHparams& h = source.hparams();
   WeightBytes w;
   const auto size = [&](const std::string& name) -> uint64_t {
     const auto view = source.find(name);
-    return view ? view->data.size() : 0;
+    if (!view) return 0;
+    if (quantize_to && view->shape.size() == 2 && loader::can_quantize(view->dtype, view->shape[1])) {
+      const DType to = name == "token_embd.weight" ? DType::Q8_0 : *quantize_to;
+      if (auto bytes = backends::dtype_bytes(to, static_cast<uint64_t>(view->shape[0] * view->shape[1]))) return *bytes;
+    }
+    return view->data.size();
   };
   const uint64_t embd = size("token_embd.weight");
   w.total = embd + size("output.weight") + size("output_norm.weight");
@@ -215,7 +226,7 @@ class Bench {
   Bench(const BenchOptions& o, loader::RandomModelSpec spec, std::shared_ptr<const loader::WeightSource> file,
         DType kv_dtype, backends::BackendSpec backend_spec)
       : o_(o), spec_(std::move(spec)), file_(std::move(file)), kv_dtype_(kv_dtype), backend_spec_(backend_spec),
-        bytes_(file_ ? weight_bytes(*file_) : weight_bytes(spec_)),
+        bytes_(file_ ? weight_bytes(*file_, loader::parse_load_quantization(o.quantize)) : weight_bytes(spec_)),
         backend_(backends::make_backend(backend_spec, o.threads)),
         on_cpu_(backend_->device() == backends::DeviceKind::cpu),
         blocks_per_seq_((std::max({o.context + 1, o.prompt, o.generate}) + kBlockSize - 1) / kBlockSize) {}
@@ -230,6 +241,7 @@ class Bench {
     if (file_) generate(runner);
     decode(runner);
     prefill(runner);
+    if (file_) serve_streams();
     if (!o_.json_path.empty()) {
       std::ofstream file(o_.json_path);
       file << report_.dump(2) << '\n';
@@ -424,6 +436,34 @@ class Bench {
                           {"seconds", seconds}, {"tokens_per_second", o_.prompt / seconds}};
   }
 
+  // The engine with S concurrent streams (bench_engine.h): what continuous batching
+  // gives a server, without HTTP. Needs the file's tokenizer (detokenization).
+  void serve_streams() {
+    const std::filesystem::path& path = file_->path();
+    const tokenizer::Tokenizer tokenizer = std::filesystem::is_directory(path)
+                                               ? tokenizer::Tokenizer::from_hf_dir(path)
+                                               : tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(path));
+    std::printf("\nengine    S streams submitted at once to the engine (scheduler, paged KV, sampler), each a\n"
+                "          distinct %d-token prompt, %d tokens out, greedy, EOS ignored; aggregate = all tokens\n"
+                "          generated / time from the first submission to the last token\n",
+                o_.stream_prompt, o_.generate);
+    std::printf("  %7s %10s %12s %14s %13s %7s %11s\n", "streams", "time s", "tokens/s", "TTFT mean ms",
+                "TTFT max ms", "steps", "preempted");
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (int streams : o_.streams) {
+      const EngineLoadResult r = run_engine_load(*model_, tokenizer, streams, o_.stream_prompt, o_.generate);
+      std::printf("  %7d %10.2f %12.1f %14.0f %13.0f %7llu %11llu\n", streams, r.seconds, r.tokens_per_second(),
+                  r.ttft_mean_seconds * 1e3, r.ttft_max_seconds * 1e3, static_cast<unsigned long long>(r.steps),
+                  static_cast<unsigned long long>(r.preemptions));
+      std::fflush(stdout);
+      rows.push_back({{"streams", streams}, {"prompt_tokens", o_.stream_prompt}, {"generate_tokens", o_.generate},
+                      {"seconds", r.seconds}, {"generated_tokens", r.generated_tokens},
+                      {"tokens_per_second", r.tokens_per_second()}, {"ttft_mean_seconds", r.ttft_mean_seconds},
+                      {"ttft_max_seconds", r.ttft_max_seconds}, {"steps", r.steps}, {"preemptions", r.preemptions}});
+    }
+    report_["engine"] = rows;
+  }
+
   const BenchOptions& o_;
   loader::RandomModelSpec spec_;
   std::shared_ptr<const loader::WeightSource> file_;
@@ -446,8 +486,14 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("--model", o.model_path,
                  "A real model (GGUF file or Hugging Face folder) instead of random weights; adds a one-stream "
                  "generation run (--generate tokens)");
+  app.add_option("--streams", o.streams,
+                 "With --model: concurrent streams of the engine runs (aggregate tokens/s), comma-separated")
+      ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--stream-prompt", o.stream_prompt, "With --model: prompt tokens of each engine stream")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--model-shape", o.model_shape, "Model shape preset: " + presets)->capture_default_str();
-  app.add_option("--generate", o.generate, "With --model: tokens of the one-stream generation run")
+  app.add_option("--generate", o.generate,
+                 "With --model: tokens of the one-stream generation run, and of each engine stream")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--layers", o.layers, "Number of layers (0: the preset's); a few make a quick run")->check(CLI::NonNegativeNumber);
   app.add_option("--dtype", o.dtype, "Matrix dtype: bf16 f16 f32 q8_0 q4_0 q4_k q6_k (norms are f32)")->capture_default_str();

@@ -30,7 +30,9 @@ struct BenchOptions {
   int steps = 10;                         // timed decode steps per batch size
   int warmup = 3;                         // untimed decode steps first
   int prefill_runs = 3;                   // timed prefills (one untimed first when warmup > 0)
-  int generate = 128;                     // --model: tokens of the one-stream generation run
+  int generate = 128;                     // --model: tokens of the one-stream generation run (and per engine stream)
+  std::vector<int> streams = {4, 16, 64}; // --model: concurrent streams of the engine runs
+  int stream_prompt = 128;                // --model: prompt tokens of each engine stream
   uint64_t copy_bytes = uint64_t{1} << 30;  // per copy buffer
   uint64_t seed = 1;
   std::string json_path;                  // empty: no JSON

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import SLUICE_BIN
+from conftest import SLUICE_BIN, TINY_MODEL
 
 
 def bench(*args, timeout=300):
@@ -60,6 +60,30 @@ def test_prefill_in_chunks_and_a_quantized_qwen3_shape_run():
     assert result.returncode == 0, result.stderr
     assert "Q4_K matrices" in result.stdout
     assert "2 steps of up to 16" in result.stdout
+
+
+def test_a_model_file_adds_generation_and_engine_streams(tmp_path):
+    def run(quantize):
+        out = tmp_path / f"{quantize}.json"
+        result = bench("--model", TINY_MODEL, "--backend", "cpu", "--batches", 1, "--context", 16, "--prompt", 16,
+                       "--steps", 1, "--warmup", 0, "--prefill-runs", 1, "--copy-bytes", 1 << 24, "--generate", 8,
+                       "--streams", "1,3", "--stream-prompt", 5, "--quantize", quantize, "--json", out)
+        assert result.returncode == 0, result.stderr
+        return result.stdout, json.loads(out.read_text())
+
+    stdout, report = run("none")
+    assert "S streams submitted at once to the engine" in stdout
+    assert report["generate"]["tokens"] == 8 and positive(report["generate"]["tokens_per_second"])
+    assert [row["streams"] for row in report["engine"]] == [1, 3]
+    for row in report["engine"]:
+        # Every stream ran to its token limit through the scheduler and sampler.
+        assert row["generated_tokens"] == 8 * row["streams"]
+        assert row["prompt_tokens"] == 5 and row["preemptions"] == 0
+        assert 0 < row["ttft_mean_seconds"] <= row["ttft_max_seconds"] <= row["seconds"]
+        assert abs(row["tokens_per_second"] * row["seconds"] - row["generated_tokens"]) < 1e-6 * row["generated_tokens"]
+    # Quantized at load, a token reads the quantized matrices: fewer bytes.
+    _, quantized = run("q8_0")
+    assert quantized["generate"]["weight_bytes_per_token"] < report["generate"]["weight_bytes_per_token"] / 2
 
 
 @pytest.mark.parametrize("args, message", [
