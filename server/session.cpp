@@ -2,14 +2,15 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
 #include "proto/errors.h"
+#include "server/request_reader.h"
 
 namespace sluice::server {
 namespace {
@@ -18,6 +19,14 @@ using Clock = std::chrono::steady_clock;
 
 std::chrono::milliseconds to_duration(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+// The client went away or ran out of time, or its request ran us out of memory:
+// close without an answer.
+bool needs_no_answer(const beast::error_code& ec) {
+  return ec == beast::error::timeout || ec == http::error::end_of_stream ||
+         ec == asio::error::eof || ec == asio::error::operation_aborted ||
+         ec == asio::error::connection_reset || ec == asio::error::no_memory;
 }
 
 // What the access log and metrics need about a request, filled as it is parsed.
@@ -63,7 +72,7 @@ class Session {
 
     RequestRecord record;
     record.remote = remote_;
-    http::request_parser<http::string_body> parser;
+    RequestParser parser;
     parser.header_limit(config.max_header_bytes);
     // The body limit is applied once the header is in, so an oversized declared
     // length is answered with 413 instead of failing the header read.
@@ -72,15 +81,14 @@ class Session {
     // The header deadline runs from the first byte, so dribbling a header byte by
     // byte (slowloris) buys nothing.
     stream_.expires_after(to_duration(config.header_timeout_s));
-    auto [header_ec, header_bytes] =
-        co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
+    std::size_t header_bytes = 0;
+    auto header_ec = co_await read_request_part(stream_, buffer_, parser, ParseGoal::header,
+                                                config.max_header_bytes, header_bytes);
     if (header_ec) {
       if (header_ec == http::error::header_limit) {
         record.request_id = make_request_id();
         co_await send_error(record, nullptr, proto::header_too_large());
-      } else if (header_ec != beast::error::timeout && header_ec != http::error::end_of_stream &&
-                 header_ec != asio::error::eof && header_ec != asio::error::operation_aborted &&
-                 header_ec != asio::error::connection_reset) {
+      } else if (!needs_no_answer(header_ec)) {
         record.request_id = make_request_id();
         co_await send_error(record, nullptr,
                             proto::invalid_request("Malformed HTTP request: " + header_ec.message()));
@@ -93,13 +101,13 @@ class Session {
     record.method = std::string(header.method_string());
     record.target = std::string(header.target());
     ctx_.metrics.requests_in_flight.Increment();
-    bool keep_open = co_await finish_request(parser, record);
+    bool keep_open = co_await finish_request(parser, record, header_bytes);
     ctx_.metrics.requests_in_flight.Decrement();
     co_return keep_open;
   }
 
-  asio::awaitable<bool> finish_request(http::request_parser<http::string_body>& parser,
-                                       RequestRecord& record) {
+  asio::awaitable<bool> finish_request(RequestParser& parser, RequestRecord& record,
+                                       std::size_t header_bytes) {
     const auto& config = ctx_.config;
     const auto& header = parser.get();
     parser.body_limit(config.max_body_bytes);
@@ -117,14 +125,23 @@ class Session {
     }
 
     stream_.expires_after(to_duration(config.body_timeout_s));
-    auto [body_ec, body_bytes] = co_await http::async_read(stream_, buffer_, parser, use_nothrow);
+    // A chunked body's trailer section is header fields too: it gets what the header
+    // left of max_header_bytes.
+    std::size_t trailer_budget = config.max_header_bytes - std::min<std::size_t>(
+                                                               header_bytes, config.max_header_bytes);
+    std::size_t body_bytes = 0;
+    auto body_ec = co_await read_request_part(stream_, buffer_, parser, ParseGoal::message,
+                                              trailer_budget, body_bytes);
     if (body_ec == http::error::body_limit) {
       co_await send_error(record, &header, proto::payload_too_large(config.max_body_bytes));
       co_return false;
     }
+    if (body_ec == http::error::header_limit) {
+      co_await send_error(record, &header, proto::header_too_large());
+      co_return false;
+    }
     if (body_ec) {
-      if (body_ec != beast::error::timeout && body_ec != http::error::end_of_stream &&
-          body_ec != asio::error::eof && body_ec != asio::error::operation_aborted) {
+      if (!needs_no_answer(body_ec)) {
         co_await send_error(record, &header,
                             proto::invalid_request("Malformed HTTP request body: " + body_ec.message()));
       }

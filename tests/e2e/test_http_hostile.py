@@ -1,0 +1,45 @@
+"""HTTP-layer defects a hostile tester found, each against the real daemon on loopback:
+the daemon must answer (or close) and keep serving everyone else."""
+import http.client
+import json
+import os
+import socket
+import time
+
+from http_util import (assert_openai_error, metric, parse_metrics, raw_exchange, read_until_closed,
+                       request)
+
+CHUNKED_POST = b"POST /v1/models HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+STANDARD_METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "CONNECT", "TRACE", "PATCH"}
+
+
+def assert_alive(daemon):
+    assert daemon.proc.poll() is None, daemon.log
+    assert request(daemon, "GET", "/health")[0] == 200
+
+
+def test_a_trailer_field_over_64k_is_431_not_a_crash(daemon):
+    payload = CHUNKED_POST + b"2\r\n{}\r\n0\r\nX-Trailer: " + b"t" * 70000 + b"\r\n\r\n"
+    reply = raw_exchange(daemon.port, payload)
+    assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
+    assert_alive(daemon)
+
+
+def test_a_header_field_over_64k_under_a_raised_limit_is_431_not_a_crash(start_daemon):
+    daemon = start_daemon("--max-header-bytes", "200000")
+    payload = b"GET /health HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n"
+    reply = raw_exchange(daemon.port, payload)
+    assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
+    assert_alive(daemon)
+
+
+def test_trailers_count_against_the_header_limit(daemon):
+    # 40 trailers of 1 KB: each is small, together they are over the 16 KiB default.
+    trailers = b"".join(b"X-T%d: %s\r\n" % (i, b"v" * 1000) for i in range(40))
+    reply = raw_exchange(daemon.port, CHUNKED_POST + b"2\r\n{}\r\n0\r\n" + trailers + b"\r\n")
+    assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
+    assert_openai_error(reply.split(b"\r\n\r\n", 1)[1], code="header_too_large")
+    # A few small trailers are fine: routing decides (405: /v1/models is GET only).
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as sock:
+        sock.sendall(CHUNKED_POST + b"2\r\n{}\r\n0\r\nX-Sum: 1\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 405")
