@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "proto/errors.h"
 #include "server/request_reader.h"
@@ -60,15 +61,21 @@ class Session {
   // Serves one request; false when the connection should close.
   asio::awaitable<bool> serve_one() {
     const auto& config = ctx_.config;
+    // A new connection's header deadline runs from accept, so connections that never
+    // send a byte cannot hold max_connections slots for the idle timeout. On a
+    // kept-alive connection it runs from the request's first byte, so dribbling a
+    // header byte by byte (slowloris) buys nothing either way.
+    const bool is_first = std::exchange(is_first_request_, false);
+    if (is_first) stream_.expires_after(to_duration(config.header_timeout_s));
     if (buffer_.size() == 0) {
-      // Idle between requests: only the idle timeout applies until a byte arrives.
       if (!ctx_.tracker.enter_idle(connection_)) co_return false;
-      stream_.expires_after(to_duration(config.idle_timeout_s));
+      if (!is_first) stream_.expires_after(to_duration(config.idle_timeout_s));
       auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(4096), use_nothrow);
       if (ec) co_return false;
       buffer_.commit(n);
     }
     ctx_.tracker.enter_busy(connection_);
+    if (!is_first) stream_.expires_after(to_duration(config.header_timeout_s));
 
     RequestRecord record;
     record.remote = remote_;
@@ -78,9 +85,6 @@ class Session {
     // length is answered with 413 instead of failing the header read.
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
 
-    // The header deadline runs from the first byte, so dribbling a header byte by
-    // byte (slowloris) buys nothing.
-    stream_.expires_after(to_duration(config.header_timeout_s));
     std::size_t header_bytes = 0;
     auto header_ec = co_await read_request_part(stream_, buffer_, parser, ParseGoal::header,
                                                 config.max_header_bytes, header_bytes);
@@ -204,6 +208,7 @@ class Session {
   const SessionContext& ctx_;
   beast::flat_buffer buffer_;
   std::string remote_ = "-";
+  bool is_first_request_ = true;
 };
 
 }  // namespace

@@ -43,3 +43,32 @@ def test_trailers_count_against_the_header_limit(daemon):
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as sock:
         sock.sendall(CHUNKED_POST + b"2\r\n{}\r\n0\r\nX-Sum: 1\r\n\r\n")
         assert sock.recv(65536).startswith(b"HTTP/1.1 405")
+
+
+def test_silent_connections_time_out_from_accept(start_daemon):
+    daemon = start_daemon("--max-connections", "4", "--header-timeout-s", "1",
+                          "--idle-timeout-s", "60")
+    silent = [socket.create_connection(("127.0.0.1", daemon.port), timeout=5) for _ in range(4)]
+    try:
+        started = time.monotonic()
+        for sock in silent:
+            sock.settimeout(5)
+            assert sock.recv(1) == b""  # closed by the server, not left for the idle timeout
+        assert time.monotonic() - started < 4
+        assert request(daemon, "GET", "/health")[0] == 200
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+def test_a_kept_alive_connection_still_gets_the_idle_timeout(start_daemon):
+    daemon = start_daemon("--header-timeout-s", "0.5", "--idle-timeout-s", "60")
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=5)
+    try:
+        conn.request("GET", "/health")
+        assert conn.getresponse().read()
+        time.sleep(1.0)  # past the header timeout, well inside the idle one
+        conn.request("GET", "/health")
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
