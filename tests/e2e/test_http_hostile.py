@@ -45,6 +45,28 @@ def test_trailers_count_against_the_header_limit(daemon):
         assert sock.recv(65536).startswith(b"HTTP/1.1 405")
 
 
+def test_invented_methods_and_paths_add_no_metric_series(daemon):
+    for i in range(30):
+        raw_exchange(daemon.port, b"FOO%d /invented/%d HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+                     % (i, i))
+    status, _, body = request(daemon, "GET", "/metrics")
+    assert status == 200
+    samples = parse_metrics(body.decode())
+    methods, routes = set(), set()
+    for name, labels in samples:
+        if name.startswith("sluice_http_request"):
+            labels = dict(labels)
+            methods.add(labels.get("method"))
+            routes.add(labels.get("route"))
+    methods.discard(None)
+    routes.discard(None)
+    assert "OTHER" in methods
+    assert methods <= STANDARD_METHODS | {"OTHER", "-"}, methods
+    assert not any("invented" in route for route in routes), routes
+    assert metric(samples, "sluice_http_requests_total", route="unmatched", method="OTHER",
+                  status="404") == 30
+
+
 def test_silent_connections_time_out_from_accept(start_daemon):
     daemon = start_daemon("--max-connections", "4", "--header-timeout-s", "1",
                           "--idle-timeout-s", "60")
