@@ -94,3 +94,14 @@ def test_a_kept_alive_connection_still_gets_the_idle_timeout(start_daemon):
         assert conn.getresponse().status == 200
     finally:
         conn.close()
+
+
+def test_deeply_nested_json_is_400(daemon):
+    levels = 100_000
+    body = b'{"model":"tiny","prompt":' + b"[" * levels + b"1" + b"]" * levels + b"}"
+    status, _, raw = request(daemon, "POST", "/tokenize", body=body,
+                             headers={"Content-Type": "application/json"})
+    assert status == 400
+    error = assert_openai_error(raw)
+    assert "levels deep" in error["message"], error
+    assert_alive(daemon)
