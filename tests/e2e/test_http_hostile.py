@@ -105,3 +105,20 @@ def test_deeply_nested_json_is_400(daemon):
     error = assert_openai_error(raw)
     assert "levels deep" in error["message"], error
     assert_alive(daemon)
+
+
+def test_sse_to_an_http_1_0_client_is_close_delimited(daemon):
+    body = json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 4, "temperature": 0,
+                       "stream": True}).encode()
+    payload = (b"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n" % len(body)) + body
+    reply = raw_exchange(daemon.port, payload, timeout=30)
+    head, _, events = reply.partition(b"\r\n\r\n")
+    lines = head.decode().lower().split("\r\n")
+    assert lines[0].startswith("http/1.0 200") or lines[0].startswith("http/1.1 200"), lines
+    assert not any(line.startswith("transfer-encoding") for line in lines), lines
+    assert "connection: close" in lines, lines
+    assert "content-type: text/event-stream" in lines, lines
+    # The raw events, no chunk sizes, up to the close.
+    assert events.startswith(b"data: {"), events[:100]
+    assert events.endswith(b"data: [DONE]\n\n"), events[-100:]
