@@ -38,6 +38,7 @@ struct RequestRecord {
   std::string target = "-";
   std::string_view route = "unmatched";
   std::string remote;
+  bool is_head = false;  // the response goes without its body
 };
 
 class Session {
@@ -104,6 +105,7 @@ class Session {
     record.request_id = request_id_for(header);
     record.method = std::string(header.method_string());
     record.target = std::string(header.target());
+    record.is_head = header.method() == http::verb::head;
     ctx_.metrics.requests_in_flight.Increment();
     bool keep_open = co_await finish_request(parser, record, header_bytes);
     ctx_.metrics.requests_in_flight.Decrement();
@@ -184,6 +186,8 @@ class Session {
   asio::awaitable<bool> send(RequestRecord& record, Response& response, bool keep_alive) {
     response.keep_alive(keep_alive);
     response.prepare_payload();
+    // HEAD: the headers GET would send, Content-Length included, and no body.
+    if (record.is_head) response.body().clear();
     stream_.expires_after(to_duration(ctx_.config.write_timeout_s));
     auto [ec, bytes] = co_await http::async_write(stream_, response, use_nothrow);
     stream_.expires_never();

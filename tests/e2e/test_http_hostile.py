@@ -122,3 +122,26 @@ def test_sse_to_an_http_1_0_client_is_close_delimited(daemon):
     # The raw events, no chunk sizes, up to the close.
     assert events.startswith(b"data: {"), events[:100]
     assert events.endswith(b"data: [DONE]\n\n"), events[-100:]
+
+
+def test_head_answers_wherever_get_does(daemon):
+    for path in ["/health", "/ready", "/v1/models", "/v1/models/tiny"]:
+        get_status, get_headers, get_body = request(daemon, "GET", path)
+        head_status, head_headers, head_body = request(daemon, "HEAD", path)
+        assert head_status == get_status, path
+        assert head_body == b"", path
+        assert head_headers["content-type"] == get_headers["content-type"], path
+        assert int(head_headers["content-length"]) == len(get_body), path
+    status, headers, body = request(daemon, "HEAD", "/metrics")
+    assert status == 200 and body == b"" and int(headers["content-length"]) > 0
+    # Errors too come without their body.
+    status, headers, body = request(daemon, "HEAD", "/nope")
+    assert status == 404 and body == b"" and int(headers["content-length"]) > 0
+    # On the wire: nothing after the header, and the connection serves the next request.
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as sock:
+        sock.sendall(b"HEAD /health HTTP/1.1\r\nHost: t\r\n\r\n"
+                     b"GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        reply = read_until_closed(sock)
+    first, _, rest = reply.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 200"), reply[:200]
+    assert rest.startswith(b"HTTP/1.1 200"), rest[:200]

@@ -71,8 +71,16 @@ TEST_CASE("404 and 405 come as OpenAI errors, 405 with Allow") {
 
   auto wrong = f.run(make_request(http::verb::delete_, "/health"));
   CHECK(wrong.response.result_int() == 405);
-  CHECK(wrong.response[http::field::allow] == "GET");
+  CHECK(wrong.response[http::field::allow] == "GET, HEAD");
   CHECK(error_of(wrong.response)["type"] == "invalid_request_error");
+}
+
+TEST_CASE("HEAD reaches the GET handler, which fills the response as for GET") {
+  Fixture f;
+  auto head = f.run(make_request(http::verb::head, "/v1/models"));
+  CHECK(head.response.result_int() == 200);
+  CHECK(head.response.body() == "models");  // the session sends the headers only
+  CHECK(head.route == "/v1/models");
 }
 
 TEST_CASE("API keys guard every route but the public ones") {
