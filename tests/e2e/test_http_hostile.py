@@ -145,3 +145,32 @@ def test_head_answers_wherever_get_does(daemon):
     first, _, rest = reply.partition(b"\r\n\r\n")
     assert first.startswith(b"HTTP/1.1 200"), reply[:200]
     assert rest.startswith(b"HTTP/1.1 200"), rest[:200]
+
+
+def open_fds(daemon):
+    return len(os.listdir(f"/proc/{daemon.proc.pid}/fd"))
+
+
+def test_pipelined_garbage_then_close_neither_crashes_nor_leaks(daemon):
+    assert_alive(daemon)
+    fds_before = open_fds(daemon)
+    requests = [b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n",
+                b"POST /v1/models HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}",
+                CHUNKED_POST + b"2\r\n{}\r\n0\r\n\r\n"]
+    for i in range(30):
+        with socket.create_connection(("127.0.0.1", daemon.port), timeout=5) as sock:
+            sock.sendall(requests[i % len(requests)] + b"X")  # one byte of a next request
+            sock.shutdown(socket.SHUT_WR)
+            reply = read_until_closed(sock)
+        assert reply.startswith(b"HTTP/1.1 200") or reply.startswith(b"HTTP/1.1 405"), reply[:200]
+    # Every one of those connections is closed and forgotten.
+    deadline = time.monotonic() + 5
+    while True:
+        samples = parse_metrics(request(daemon, "GET", "/metrics")[2].decode())
+        open_now = metric(samples, "sluice_http_connections_open")
+        if (open_now <= 1 and open_fds(daemon) <= fds_before) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert open_now <= 1  # the scrape's own connection
+    assert open_fds(daemon) <= fds_before
+    assert_alive(daemon)
