@@ -222,7 +222,16 @@ asio::awaitable<void> run_session(ConnectionTracker::Handle connection, const Se
   ctx.tracker.add(connection);
   {
     Session session(connection, ctx);
-    co_await session.run();
+    try {
+      co_await session.run();
+    } catch (const std::exception& e) {
+      // A safety net: the coroutine is detached, so an exception would otherwise end
+      // it silently with the connection still counted as open.
+      spdlog::error("closing a connection after an unexpected error: {}", e.what());
+      beast::error_code ignored;
+      connection->stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+      connection->stream.close();
+    }
   }
   ctx.metrics.connections_open.Decrement();
   ctx.tracker.remove(connection);
