@@ -64,19 +64,21 @@ class Session {
     const auto& config = ctx_.config;
     // A new connection's header deadline runs from accept, so connections that never
     // send a byte cannot hold max_connections slots for the idle timeout. On a
-    // kept-alive connection it runs from the request's first byte, so dribbling a
-    // header byte by byte (slowloris) buys nothing either way.
+    // kept-alive connection it runs from the request's first byte. Either way,
+    // dribbling a header byte by byte (slowloris) buys nothing.
     const bool is_first = std::exchange(is_first_request_, false);
-    if (is_first) stream_.expires_after(to_duration(config.header_timeout_s));
+    auto header_deadline = Clock::now() + to_duration(config.header_timeout_s);
     if (buffer_.size() == 0) {
       if (!ctx_.tracker.enter_idle(connection_)) co_return false;
-      if (!is_first) stream_.expires_after(to_duration(config.idle_timeout_s));
+      auto idle_deadline = Clock::now() + to_duration(config.idle_timeout_s);
+      stream_.expires_at(is_first ? std::min(header_deadline, idle_deadline) : idle_deadline);
       auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(4096), use_nothrow);
       if (ec) co_return false;
       buffer_.commit(n);
     }
     ctx_.tracker.enter_busy(connection_);
-    if (!is_first) stream_.expires_after(to_duration(config.header_timeout_s));
+    if (!is_first) header_deadline = Clock::now() + to_duration(config.header_timeout_s);
+    stream_.expires_at(header_deadline);
 
     RequestRecord record;
     record.remote = remote_;
