@@ -56,7 +56,6 @@ asio::awaitable<beast::error_code> read_request_part(beast::tcp_stream& stream,
     auto [read_ec, n] = co_await stream.async_read_some(space, use_nothrow);
     buffer.commit(n);
     if (read_ec == asio::error::eof) {
-      if (n > 0) continue;  // feed what came with the close first
       co_return parser.got_some() ? beast::error_code(http::error::partial_message)
                                   : beast::error_code(http::error::end_of_stream);
     }
