@@ -27,7 +27,7 @@ struct Config {
   // Requests
   uint64_t max_body_bytes = 8u << 20;
   uint32_t max_header_bytes = 16u << 10;
-  double header_timeout_s = 10;  // from a request's first byte to its last header byte
+  double header_timeout_s = 10;  // from accept (kept-alive: a request's first byte) to its last header byte
   double body_timeout_s = 60;    // to receive the whole body
   double idle_timeout_s = 60;    // keep-alive connection with no request in progress
   double write_timeout_s = 60;   // to hand one response to a slow reader

@@ -244,7 +244,7 @@ std::vector<OptionSpec> build_table() {
                                  int64_t{1} << 20, "BYTES", requests,
                                  "Largest request header block accepted"));
   table.push_back(seconds_option("header_timeout_s", &Config::header_timeout_s, 0, true, requests,
-                                 "From a request's first byte to its last header byte"));
+                                 "From accept (or, on a kept-alive connection, a request's first byte) to its last header byte"));
   table.push_back(seconds_option("body_timeout_s", &Config::body_timeout_s, 0, true, requests,
                                  "To receive a whole request body"));
   table.push_back(seconds_option("idle_timeout_s", &Config::idle_timeout_s, 0, true, requests,

@@ -4,6 +4,7 @@
 // either stores it or returns the ApiError naming the field (`param`). An explicit
 // null leaves the destination untouched: optional fields keep their default.
 // Nothing here throws.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -20,8 +21,13 @@ namespace sluice::proto::fields {
 using Json = nlohmann::json;
 using Error = std::optional<ApiError>;  // empty: the field was fine
 
+// Deepest nesting of arrays and objects a request body may have: far beyond any real
+// request (a tool's JSON schema nests a few dozen levels at most).
+inline constexpr std::size_t kMaxJsonDepth = 256;
+
 // Parses a request body that must be one JSON object. Malformed JSON: 400 with the
-// parser's message and byte position, param null.
+// parser's message and byte position, param null. Nesting deeper than kMaxJsonDepth:
+// 400 before any parsing.
 Error parse_object(std::string_view body, Json& out);
 
 // Messages in one wording for every parser.

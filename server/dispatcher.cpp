@@ -9,6 +9,9 @@
 namespace sluice::server {
 namespace {
 
+// A queue drains in well under a second at typical decode rates.
+constexpr std::string_view kRetryAfterSeconds = "1";
+
 void set_api_error(Response& response, const proto::ApiError& error) {
   set_error_response(response, error.status, proto::error_body(error));
 }
@@ -26,6 +29,12 @@ void Dispatcher::decorate(const Request& request, const std::string& request_id,
   response.set(http::field::server, "sluice");
   response.set("X-Request-Id", request_id);
   cors_.decorate(request, response);
+  // Every 429 (a full queue, whoever made it) tells the client when to come back,
+  // so well-behaved clients back off instead of hammering.
+  if (response.result() == http::status::too_many_requests &&
+      response.find(http::field::retry_after) == response.end()) {
+    response.set(http::field::retry_after, kRetryAfterSeconds);
+  }
 }
 
 asio::awaitable<Dispatched> Dispatcher::dispatch(const Request& request,

@@ -30,7 +30,8 @@ class Dispatcher {
   asio::awaitable<Dispatched> dispatch(const Request& request, const std::string& request_id,
                                        ClientLink* connection = nullptr) const;
 
-  // Headers every response gets, including those the session makes itself (413, 431).
+  // Headers every response gets, including those the session makes itself (413, 431);
+  // a 429 also gets Retry-After.
   void decorate(const Request& request, const std::string& request_id, Response& response) const;
 
  private:

@@ -12,6 +12,16 @@ const prometheus::Histogram::BucketBoundaries kDurationBuckets = {
 
 }  // namespace
 
+std::string_view method_label(std::string_view method) {
+  // "-": the request line never parsed; a value of ours, not the client's.
+  static constexpr std::string_view kKnown[] = {"GET",     "HEAD",    "POST",  "PUT", "DELETE",
+                                                "OPTIONS", "CONNECT", "TRACE", "PATCH", "-"};
+  for (std::string_view known : kKnown) {
+    if (method == known) return known;
+  }
+  return "OTHER";
+}
+
 HttpMetrics::HttpMetrics(prometheus::Registry& registry)
     : requests_in_flight(prometheus::BuildGauge()
                              .Name("sluice_http_requests_in_flight")
@@ -39,11 +49,11 @@ HttpMetrics::HttpMetrics(prometheus::Registry& registry)
 
 void HttpMetrics::record(std::string_view route, std::string_view method, unsigned status,
                          double duration_seconds) {
-  std::string route_label(route), method_label(method);
+  std::string route_label(route), method_name(method_label(method));
   requests_
-      .Add({{"route", route_label}, {"method", method_label}, {"status", std::to_string(status)}})
+      .Add({{"route", route_label}, {"method", method_name}, {"status", std::to_string(status)}})
       .Increment();
-  durations_.Add({{"route", route_label}, {"method", method_label}}, kDurationBuckets)
+  durations_.Add({{"route", route_label}, {"method", method_name}}, kDurationBuckets)
       .Observe(duration_seconds);
 }
 

@@ -15,12 +15,18 @@
 
 namespace sluice::server {
 
+// The `method` label of a request method: the standard methods by name, anything
+// else "OTHER". Every distinct label value is a series kept until exit, so no label
+// may take a string the client chose.
+std::string_view method_label(std::string_view method);
+
 class HttpMetrics {
  public:
   explicit HttpMetrics(prometheus::Registry& registry);
 
-  // One finished request. `route` is the matched pattern or "unmatched", which
-  // keeps the label set bounded whatever paths clients send.
+  // One finished request. `route` is the matched pattern or "unmatched" and `method`
+  // goes through method_label(), which keeps the label sets bounded whatever paths
+  // and methods clients send; status codes are the server's own.
   void record(std::string_view route, std::string_view method, unsigned status,
               double duration_seconds);
 

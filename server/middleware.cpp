@@ -19,7 +19,7 @@ bool equal_constant_time(std::string_view presented, std::string_view key) {
 }
 
 constexpr std::string_view kAllowedHeaders = "Authorization, Content-Type, X-Request-Id";
-constexpr std::string_view kAllowedMethods = "GET, POST, OPTIONS";
+constexpr std::string_view kAllowedMethods = "GET, HEAD, POST, OPTIONS";
 
 }  // namespace
 

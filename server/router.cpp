@@ -69,7 +69,10 @@ RouteMatch Router::match(http::verb method, std::string_view target) const {
   for (const auto& route : routes_) {
     std::vector<std::pair<std::string, std::string>> params;
     if (!match_pattern(route.pattern, path, params)) continue;
-    if (route.method == method) {
+    // HEAD is GET without the body (RFC 9110 9.3.2), so every GET route answers it.
+    bool answers = route.method == method ||
+                   (method == http::verb::head && route.method == http::verb::get);
+    if (answers) {
       for (auto& [name, value] : params) {
         std::string decoded;
         if (!percent_decode(value, decoded)) return RouteMatch{};  // malformed: 404
@@ -81,6 +84,7 @@ RouteMatch Router::match(http::verb method, std::string_view target) const {
       return result;
     }
     allowed.emplace_back(http::to_string(route.method));
+    if (route.method == http::verb::get) allowed.emplace_back(http::to_string(http::verb::head));
   }
   if (!allowed.empty()) {
     std::sort(allowed.begin(), allowed.end());

@@ -67,7 +67,8 @@ class Router {
  public:
   void add(http::verb method, std::string pattern, Handler handler, bool is_public = false);
 
-  // `target` is the request target; a query string is ignored.
+  // `target` is the request target; a query string is ignored. HEAD matches the
+  // GET routes (the session sends their headers without the body).
   RouteMatch match(http::verb method, std::string_view target) const;
 
   // The route's pattern, or "unmatched": a bounded label set for metrics.

@@ -2,14 +2,16 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "proto/errors.h"
+#include "server/request_reader.h"
 
 namespace sluice::server {
 namespace {
@@ -20,6 +22,14 @@ std::chrono::milliseconds to_duration(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
 }
 
+// The client went away or ran out of time, or its request ran us out of memory:
+// close without an answer.
+bool needs_no_answer(const beast::error_code& ec) {
+  return ec == beast::error::timeout || ec == http::error::end_of_stream ||
+         ec == asio::error::eof || ec == asio::error::operation_aborted ||
+         ec == asio::error::connection_reset || ec == asio::error::no_memory;
+}
+
 // What the access log and metrics need about a request, filled as it is parsed.
 struct RequestRecord {
   Clock::time_point start = Clock::now();
@@ -28,6 +38,7 @@ struct RequestRecord {
   std::string target = "-";
   std::string_view route = "unmatched";
   std::string remote;
+  bool is_head = false;  // the response goes without its body
 };
 
 class Session {
@@ -51,36 +62,40 @@ class Session {
   // Serves one request; false when the connection should close.
   asio::awaitable<bool> serve_one() {
     const auto& config = ctx_.config;
+    // A new connection's header deadline runs from accept, so connections that never
+    // send a byte cannot hold max_connections slots for the idle timeout. On a
+    // kept-alive connection it runs from the request's first byte. Either way,
+    // dribbling a header byte by byte (slowloris) buys nothing.
+    const bool is_first = std::exchange(is_first_request_, false);
+    auto header_deadline = Clock::now() + to_duration(config.header_timeout_s);
     if (buffer_.size() == 0) {
-      // Idle between requests: only the idle timeout applies until a byte arrives.
       if (!ctx_.tracker.enter_idle(connection_)) co_return false;
-      stream_.expires_after(to_duration(config.idle_timeout_s));
+      auto idle_deadline = Clock::now() + to_duration(config.idle_timeout_s);
+      stream_.expires_at(is_first ? std::min(header_deadline, idle_deadline) : idle_deadline);
       auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(4096), use_nothrow);
       if (ec) co_return false;
       buffer_.commit(n);
     }
     ctx_.tracker.enter_busy(connection_);
+    if (!is_first) header_deadline = Clock::now() + to_duration(config.header_timeout_s);
+    stream_.expires_at(header_deadline);
 
     RequestRecord record;
     record.remote = remote_;
-    http::request_parser<http::string_body> parser;
+    RequestParser parser;
     parser.header_limit(config.max_header_bytes);
     // The body limit is applied once the header is in, so an oversized declared
     // length is answered with 413 instead of failing the header read.
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
 
-    // The header deadline runs from the first byte, so dribbling a header byte by
-    // byte (slowloris) buys nothing.
-    stream_.expires_after(to_duration(config.header_timeout_s));
-    auto [header_ec, header_bytes] =
-        co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
+    std::size_t header_bytes = 0;
+    auto header_ec = co_await read_request_part(stream_, buffer_, parser, ParseGoal::header,
+                                                config.max_header_bytes, header_bytes);
     if (header_ec) {
       if (header_ec == http::error::header_limit) {
         record.request_id = make_request_id();
         co_await send_error(record, nullptr, proto::header_too_large());
-      } else if (header_ec != beast::error::timeout && header_ec != http::error::end_of_stream &&
-                 header_ec != asio::error::eof && header_ec != asio::error::operation_aborted &&
-                 header_ec != asio::error::connection_reset) {
+      } else if (!needs_no_answer(header_ec)) {
         record.request_id = make_request_id();
         co_await send_error(record, nullptr,
                             proto::invalid_request("Malformed HTTP request: " + header_ec.message()));
@@ -92,14 +107,15 @@ class Session {
     record.request_id = request_id_for(header);
     record.method = std::string(header.method_string());
     record.target = std::string(header.target());
+    record.is_head = header.method() == http::verb::head;
     ctx_.metrics.requests_in_flight.Increment();
-    bool keep_open = co_await finish_request(parser, record);
+    bool keep_open = co_await finish_request(parser, record, header_bytes);
     ctx_.metrics.requests_in_flight.Decrement();
     co_return keep_open;
   }
 
-  asio::awaitable<bool> finish_request(http::request_parser<http::string_body>& parser,
-                                       RequestRecord& record) {
+  asio::awaitable<bool> finish_request(RequestParser& parser, RequestRecord& record,
+                                       std::size_t header_bytes) {
     const auto& config = ctx_.config;
     const auto& header = parser.get();
     parser.body_limit(config.max_body_bytes);
@@ -117,14 +133,23 @@ class Session {
     }
 
     stream_.expires_after(to_duration(config.body_timeout_s));
-    auto [body_ec, body_bytes] = co_await http::async_read(stream_, buffer_, parser, use_nothrow);
+    // A chunked body's trailer section is header fields too: it gets what the header
+    // left of max_header_bytes.
+    std::size_t trailer_budget = config.max_header_bytes - std::min<std::size_t>(
+                                                               header_bytes, config.max_header_bytes);
+    std::size_t body_bytes = 0;
+    auto body_ec = co_await read_request_part(stream_, buffer_, parser, ParseGoal::message,
+                                              trailer_budget, body_bytes);
     if (body_ec == http::error::body_limit) {
       co_await send_error(record, &header, proto::payload_too_large(config.max_body_bytes));
       co_return false;
     }
+    if (body_ec == http::error::header_limit) {
+      co_await send_error(record, &header, proto::header_too_large());
+      co_return false;
+    }
     if (body_ec) {
-      if (body_ec != beast::error::timeout && body_ec != http::error::end_of_stream &&
-          body_ec != asio::error::eof && body_ec != asio::error::operation_aborted) {
+      if (!needs_no_answer(body_ec)) {
         co_await send_error(record, &header,
                             proto::invalid_request("Malformed HTTP request body: " + body_ec.message()));
       }
@@ -163,6 +188,8 @@ class Session {
   asio::awaitable<bool> send(RequestRecord& record, Response& response, bool keep_alive) {
     response.keep_alive(keep_alive);
     response.prepare_payload();
+    // HEAD: the headers GET would send, Content-Length included, and no body.
+    if (record.is_head) response.body().clear();
     stream_.expires_after(to_duration(ctx_.config.write_timeout_s));
     auto [ec, bytes] = co_await http::async_write(stream_, response, use_nothrow);
     stream_.expires_never();
@@ -187,6 +214,7 @@ class Session {
   const SessionContext& ctx_;
   beast::flat_buffer buffer_;
   std::string remote_ = "-";
+  bool is_first_request_ = true;
 };
 
 }  // namespace
@@ -196,7 +224,16 @@ asio::awaitable<void> run_session(ConnectionTracker::Handle connection, const Se
   ctx.tracker.add(connection);
   {
     Session session(connection, ctx);
-    co_await session.run();
+    try {
+      co_await session.run();
+    } catch (const std::exception& e) {
+      // A safety net: the coroutine is detached, so an exception would otherwise end
+      // it silently with the connection still counted as open.
+      spdlog::error("closing a connection after an unexpected error: {}", e.what());
+      beast::error_code ignored;
+      connection->stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+      connection->stream.close();
+    }
   }
   ctx.metrics.connections_open.Decrement();
   ctx.tracker.remove(connection);

@@ -23,9 +23,15 @@ asio::awaitable<bool> SseWriter::begin() {
   header.set(http::field::content_type, "text/event-stream");
   header.set(http::field::cache_control, "no-cache");
   header.set("X-Accel-Buffering", "no");  // proxies must not hold events back
-  header.keep_alive(ex_.request.keep_alive());
   header.body().clear();
-  header.chunked(true);
+  if (is_close_delimited()) {
+    // HTTP/1.0 has no chunked coding: the body is the events up to the close.
+    header.keep_alive(false);
+    header.set(http::field::connection, "close");
+  } else {
+    header.keep_alive(ex_.request.keep_alive());
+    header.chunked(true);
+  }
   if (ex_.decorate) ex_.decorate(header);
   ex_.response_sent = true;
 
@@ -48,8 +54,15 @@ asio::awaitable<bool> SseWriter::write(const std::string& bytes) {
   co_return !ec;
 }
 
+bool SseWriter::is_close_delimited() const { return ex_.request.version() < 11; }
+
 asio::awaitable<bool> SseWriter::send(const std::string& events) {
   if (events.empty()) co_return !is_broken_;
+  if (is_close_delimited()) {
+    bool ok = co_await write(events);
+    if (ok) ex_.bytes_sent += events.size();
+    co_return ok;
+  }
   // Chunked transfer coding: hex size, CRLF, data, CRLF.
   char size[24];
   const int len = std::snprintf(size, sizeof size, "%zx\r\n", events.size());
@@ -62,6 +75,9 @@ asio::awaitable<bool> SseWriter::send(const std::string& events) {
 }
 
 asio::awaitable<void> SseWriter::end() {
+  // Close-delimited: the session closes the connection (keep_alive_after stays
+  // false), and the close ends the body.
+  if (is_close_delimited()) co_return;
   const std::string last = "0\r\n\r\n";
   bool ok = co_await write(last);
   if (ok) ex_.keep_alive_after = ex_.request.keep_alive();

@@ -1,7 +1,8 @@
 #pragma once
 // Writes one server-sent-events response on the connection itself: a chunked 200
 // header (text/event-stream, no-cache, plus the headers every response gets), one
-// chunk per event, then the last chunk. Used on the connection's strand by one
+// chunk per event, then the last chunk. An HTTP/1.0 client cannot read chunks: it
+// gets the events as they are, with Connection: close, and the close ends the body. Used on the connection's strand by one
 // handler; marks the Exchange as sent, so the session writes nothing after it.
 #include <string>
 
@@ -18,11 +19,13 @@ class SseWriter {
   // One chunk holding `events` (already framed, "data: ...\n\n"). False on a write error.
   asio::awaitable<bool> send(const std::string& events);
   // The terminating chunk; the connection may then serve another request.
+  // Close-delimited (HTTP/1.0): nothing, and the session closes the connection.
   asio::awaitable<void> end();
 
   bool is_broken() const { return is_broken_; }
 
  private:
+  bool is_close_delimited() const;
   // `bytes` is a whole chunk frame; a named string, never a temporary (g++ 12 frees
   // temporaries of a co_await's full-expression too early in some cases).
   asio::awaitable<bool> write(const std::string& bytes);

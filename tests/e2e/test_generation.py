@@ -367,9 +367,10 @@ def test_a_full_queue_answers_429(start_daemon):
         results = list(pool.map(lambda _: post(daemon, "/v1/completions", body), range(5)))
     statuses = sorted(status for status, _, _ in results)
     assert 200 in statuses and 429 in statuses, statuses
-    for status, _, raw in results:
+    for status, headers, raw in results:
         if status == 429:
             assert assert_openai_error(raw)["code"] == "queue_full"
+            assert int(headers["retry-after"]) >= 1
 
 
 def test_a_request_past_its_deadline_ends_with_an_error(smol):

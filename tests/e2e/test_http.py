@@ -47,7 +47,7 @@ def test_unknown_route_is_404_in_openai_shape(daemon):
 def test_wrong_method_is_405_with_allow(daemon):
     status, headers, body = request(daemon, "POST", "/health", body=b"{}")
     assert status == 405
-    assert headers["allow"] == "GET"
+    assert headers["allow"] == "GET, HEAD"
     assert_openai_error(body, code="method_not_allowed")
 
 

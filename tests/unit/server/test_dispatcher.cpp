@@ -33,6 +33,11 @@ struct Fixture {
       ex.response.body() = "models";
       co_return;
     });
+    router.add(http::verb::post, "/busy", [](Exchange& ex) -> asio::awaitable<void> {
+      ex.response.result(http::status::too_many_requests);
+      ex.response.body() = R"({"error":{"message":"busy","type":"rate_limit_error","param":null,"code":"queue_full"}})";
+      co_return;
+    });
     router.add(http::verb::get, "/boom", [](Exchange&) -> asio::awaitable<void> {
       throw std::runtime_error("secret internals");
       co_return;
@@ -71,8 +76,26 @@ TEST_CASE("404 and 405 come as OpenAI errors, 405 with Allow") {
 
   auto wrong = f.run(make_request(http::verb::delete_, "/health"));
   CHECK(wrong.response.result_int() == 405);
-  CHECK(wrong.response[http::field::allow] == "GET");
+  CHECK(wrong.response[http::field::allow] == "GET, HEAD");
   CHECK(error_of(wrong.response)["type"] == "invalid_request_error");
+}
+
+TEST_CASE("every 429 carries Retry-After, and no other status does") {
+  Fixture f;
+  auto busy = f.run(make_request(http::verb::post, "/busy"));
+  CHECK(busy.response.result_int() == 429);
+  CHECK(busy.response[http::field::retry_after] == "1");
+
+  auto fine = f.run(make_request(http::verb::get, "/health"));
+  CHECK(fine.response.count(http::field::retry_after) == 0);
+}
+
+TEST_CASE("HEAD reaches the GET handler, which fills the response as for GET") {
+  Fixture f;
+  auto head = f.run(make_request(http::verb::head, "/v1/models"));
+  CHECK(head.response.result_int() == 200);
+  CHECK(head.response.body() == "models");  // the session sends the headers only
+  CHECK(head.route == "/v1/models");
 }
 
 TEST_CASE("API keys guard every route but the public ones") {

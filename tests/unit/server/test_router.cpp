@@ -45,10 +45,25 @@ TEST_CASE("a known path with the wrong method is 405 with the allowed methods") 
   Router router = make_router();
   auto match = router.match(http::verb::post, "/health");
   CHECK(match.kind == RouteMatch::Kind::method_not_allowed);
-  CHECK(match.allow == "GET");
+  CHECK(match.allow == "GET, HEAD");
   auto other = router.match(http::verb::get, "/v1/completions");
   CHECK(other.kind == RouteMatch::Kind::method_not_allowed);
   CHECK(other.allow == "POST");
+}
+
+TEST_CASE("HEAD matches every GET route and nothing else") {
+  Router router = make_router();
+  auto match = router.match(http::verb::head, "/v1/models/org/m");
+  REQUIRE(match.kind == RouteMatch::Kind::found);
+  CHECK(match.route->method == http::verb::get);
+  CHECK(Router::metrics_label(match) == "/v1/models/{id}");
+  REQUIRE(match.params.size() == 1);
+  CHECK(match.params[0].second == "org/m");
+
+  auto post_only = router.match(http::verb::head, "/v1/completions");
+  CHECK(post_only.kind == RouteMatch::Kind::method_not_allowed);
+  CHECK(post_only.allow == "POST");
+  CHECK(router.match(http::verb::head, "/nope").kind == RouteMatch::Kind::not_found);
 }
 
 TEST_CASE("a trailing placeholder takes the rest of the path, decoded") {
