@@ -11,19 +11,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Polls until the engine thread has reaped everything (blocks freed).
-bool wait_idle(Engine& engine, std::chrono::milliseconds timeout = 5s) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    const EngineStats s = engine.stats();
-    if (s.num_running == 0 && s.num_waiting == 0 && s.num_active_requests == 0 && s.num_pending == 0 &&
-        s.kv_cache_usage == 0.0)
-      return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return false;
-}
-
 TEST_CASE("greedy output alone == in a batch of 16 == from the prefix cache") {
   LoadedFixture f = load_engine_fixture("llama");
   const std::vector<int32_t> prompt = make_prompt(7, 40);  // 2 full blocks + 8
