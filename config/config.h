@@ -52,6 +52,7 @@ struct Config {
   double request_timeout_s = 600;          // deadline of a request that sets no "timeout"
   double max_request_timeout_s = 3600;     // largest "timeout" a request may ask for
   double queue_timeout_s = 60;             // to be admitted by the scheduler
+  double health_step_timeout_s = 120;      // /health says 503 when an engine step runs longer; 0: never
 
   std::vector<ModelConfig> models;
 };

@@ -286,6 +286,8 @@ std::vector<OptionSpec> build_table() {
                                  engine, "Largest \"timeout\" a request may ask for"));
   table.push_back(seconds_option("queue_timeout_s", &Config::queue_timeout_s, 0, true, engine,
                                  "A request not admitted within this long times out"));
+  table.push_back(seconds_option("health_step_timeout_s", &Config::health_step_timeout_s, 0, false, engine,
+                                 "/health answers 503 when an engine step runs longer than this (0: never)"));
   table.push_back(models_option());
   return table;
 }

@@ -395,13 +395,13 @@ void Engine::die(const std::string& what) {
 EngineHealth Engine::health(std::chrono::nanoseconds step_timeout) const {
   if (dead_.load()) {
     std::lock_guard lock(inbox_mutex_);
-    return {false, dead_reason_};
+    return {false, "dead", dead_reason_};
   }
   const int64_t started = step_started_ns_.load();
   if (started == 0 || step_timeout <= std::chrono::nanoseconds::zero()) return {};
   const auto running = std::chrono::nanoseconds(now_ns() - started);
   if (running <= step_timeout) return {};
-  return {false, fmt::format("a step has been running for {:.1f} s",
+  return {false, "wedged", fmt::format("a step has been running for {:.1f} s",
                              std::chrono::duration<double>(running).count())};
 }
 

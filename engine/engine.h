@@ -75,7 +75,8 @@ struct SubmitResult {
 // long (a wedged kernel, a deadlocked backend).
 struct EngineHealth {
   bool ok = true;
-  std::string reason;  // why not: "the engine thread stopped: ..." or "a step has run for ..."
+  std::string status = "ok";  // "ok" | "wedged" (a step past the timeout) | "dead" (the thread stopped)
+  std::string reason;         // why not: "the engine thread stopped: ..." or "a step has been running for ..."
 };
 
 // The KV budget when kv_cache_bytes is 0. On the CPU, 256 MiB. On a GPU, what vLLM's

@@ -125,6 +125,15 @@ void ModelServices::refresh_metrics() const {
   for (const auto& service : services_) service->refresh_metrics();
 }
 
+std::vector<ModelHealth> ModelServices::health(double step_timeout_s) const {
+  const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(step_timeout_s));
+  std::lock_guard lock(mutex_);
+  std::vector<ModelHealth> out;
+  for (const auto& service : services_) out.push_back({service->id(), service->engine().health(timeout)});
+  return out;
+}
+
 void ModelServices::stop_all() {
   std::lock_guard lock(mutex_);
   for (const auto& service : services_) service->stop();

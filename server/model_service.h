@@ -24,6 +24,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "proto/chat.h"
 #include "server/engine_metrics.h"
+#include "server/health.h"
 
 namespace sluice::server {
 
@@ -75,6 +76,8 @@ class ModelServices {
   // The only model, for requests that may leave "model" out; null unless exactly one.
   ModelService* only() const;
   void refresh_metrics() const;
+  // Each model's engine health, in load order (step_timeout_s 0: no step is too long).
+  std::vector<ModelHealth> health(double step_timeout_s) const;
   void stop_all();
   // Set once every configured model is in: until then an unknown model may still
   // be loading (503), afterwards it does not exist (404).

@@ -72,7 +72,7 @@ int run_serve(const config::Config& config) {
   ModelServices services;  // engines: stopped explicitly once HTTP has drained
 
   Router router;
-  add_routes(router, state, exposition, services);
+  add_routes(router, state, exposition, services, config.health_step_timeout_s);
   add_generation_routes(router, services, config);
   add_tokenize_routes(router, services);
   ApiKeyAuth auth(config.api_keys);

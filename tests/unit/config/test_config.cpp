@@ -390,7 +390,7 @@ TEST_CASE("config: every key reaches its own field") {
     "kv_cache_bytes": 1048576, "block_size": 32, "max_num_seqs": 10,
     "max_num_batched_tokens": 512, "max_waiting": 11, "enable_prefix_caching": false,
     "compute_threads": 3, "request_timeout_s": 12, "max_request_timeout_s": 13,
-    "queue_timeout_s": 14,
+    "queue_timeout_s": 14, "health_step_timeout_s": 15,
     "models": [{"path": "p.gguf"}]
   })");
   Config c = load({"--config", file.path()});
@@ -407,12 +407,15 @@ TEST_CASE("config: every key reaches its own field") {
   CHECK((c.max_num_batched_tokens == 512 && c.max_waiting == 11 && !c.enable_prefix_caching));
   CHECK((c.compute_threads == 3 && c.request_timeout_s == 12 && c.max_request_timeout_s == 13));
   CHECK(c.queue_timeout_s == 14);
+  CHECK(c.health_step_timeout_s == 15);
 }
 
 TEST_CASE("config: engine keys are validated") {
   CHECK(contains(error_of(with_model({"--block-size", "0"})), "config: block_size: must be an integer"));
   CHECK(contains(error_of(with_model({"--max-num-seqs", "x"})), "(from --max-num-seqs)"));
   CHECK(contains(error_of(with_model({"--queue-timeout-s", "0"})), "queue_timeout_s"));
+  CHECK(contains(error_of(with_model({"--health-step-timeout-s", "-1"})), "health_step_timeout_s"));
+  CHECK(load(with_model({"--health-step-timeout-s", "0"})).health_step_timeout_s == 0);
   CHECK(contains(error_of(with_model({"--request-timeout-s", "100", "--max-request-timeout-s", "10"})),
                  "request_timeout_s: must not exceed max_request_timeout_s"));
 }
