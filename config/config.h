@@ -49,6 +49,7 @@ struct Config {
   int max_waiting = 256;                   // queued sequences beyond which requests get 429
   bool enable_prefix_caching = true;
   int compute_threads = 0;                 // 0: one per core
+  int64_t context_length = 0;              // of each model whose entry sets none; 0: the model's own
   double request_timeout_s = 600;          // deadline of a request that sets no "timeout"
   double max_request_timeout_s = 3600;     // largest "timeout" a request may ask for
   double queue_timeout_s = 60;             // to be admitted by the scheduler

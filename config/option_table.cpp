@@ -278,6 +278,10 @@ std::vector<OptionSpec> build_table() {
                                  "Queued sequences per model beyond which requests get 429"));
   table.push_back(bool_option("enable_prefix_caching", &Config::enable_prefix_caching, engine,
                               "Reuse the KV blocks of shared prompt prefixes (true/false)"));
+  table.push_back(integer_option("context_length", &Config::context_length, 0, int64_t{1} << 24, "TOKENS",
+                                 engine,
+                                 "Context length of each model whose entry sets none (0: the model's trained "
+                                 "length, shrunk to fit the KV cache)"));
   table.push_back(integer_option("compute_threads", &Config::compute_threads, 0, 1024, "UINT",
                                  engine, "Compute threads per model (0: one per core)"));
   table.push_back(seconds_option("request_timeout_s", &Config::request_timeout_s, 0, true, engine,

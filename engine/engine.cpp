@@ -47,12 +47,14 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   const int64_t kv_tokens = static_cast<int64_t>(num_blocks_) * config_.block_size;
   if (max_model_len_ > kv_tokens) {
     if (config_.max_model_len > 0)
-      throw std::invalid_argument("max_model_len " + std::to_string(max_model_len_) + " does not fit the KV cache (" +
-                                  std::to_string(kv_tokens) +
-                                  " tokens); raise kv_cache_bytes (--kv-cache-bytes) or lower the model's "
-                                  "context_length");
-    spdlog::warn("engine {}: the KV cache holds {} tokens, less than the model's context of {}; serving "
-                 "max_model_len {}",
+      throw std::invalid_argument(
+          "engine " + config_.model_name + ": context_length " + std::to_string(max_model_len_) +
+          " does not fit the KV cache (" + std::to_string(kv_tokens) +
+          " tokens); raise kv_cache_bytes (--kv-cache-bytes) or lower context_length (--context-length, or the "
+          "model entry's context_length)");
+    spdlog::warn("engine {}: the KV cache holds {} tokens, less than the model's context of {}; serving a context "
+                 "of {} tokens (set context_length / --context-length to choose, kv_cache_bytes / "
+                 "--kv-cache-bytes to make room)",
                  config_.model_name, kv_tokens, max_model_len_, kv_tokens);
     max_model_len_ = kv_tokens;
   }

@@ -336,6 +336,22 @@ TEST_CASE("config: models") {
     CHECK(config.models[0].name == "A");
     CHECK(config.models[0].context_length == 2048);
   }
+  SUBCASE("--context-length fills every model entry that sets none") {
+    const Config flags = load({"--model", "a.gguf", "--model", "b=c.gguf", "--context-length", "512"});
+    CHECK(flags.context_length == 512);
+    REQUIRE(flags.models.size() == 2);
+    CHECK(flags.models[0].context_length == 512);
+    CHECK(flags.models[1].context_length == 512);
+    TempFile file(R"({ "context_length": 1024,
+                       "models": [{"path": "a.gguf", "context_length": 2048}, {"path": "b.gguf"}] })");
+    const Config mixed = load({"--config", file.path()});
+    CHECK(mixed.models[0].context_length == 2048);  // the entry's own wins
+    CHECK(mixed.models[1].context_length == 1024);
+    CHECK(load({"--model", "a.gguf"}).models[0].context_length == 0);
+    CHECK(contains(error_of({"--model", "a.gguf", "--context-length", "-5"}),
+                   "config: context_length: must be an integer"));
+    CHECK(load({"--model", "a.gguf"}, {{"SLUICE_CONTEXT_LENGTH", "300"}}).models[0].context_length == 300);
+  }
   SUBCASE("at least one model") {
     CHECK(error_of({}) ==
           "config: models: at least one model is required (--model PATH, SLUICE_MODEL or "
