@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "config/config_loader.h"
+#include "config/generation_option.h"
 
 namespace sluice::config::detail {
 namespace {
@@ -290,6 +291,10 @@ std::vector<OptionSpec> build_table() {
                                  engine, "Largest \"timeout\" a request may ask for"));
   table.push_back(seconds_option("queue_timeout_s", &Config::queue_timeout_s, 0, true, engine,
                                  "A request not admitted within this long times out"));
+  table.push_back(generation_config_option());
+  table.push_back(integer_option("default_max_tokens", &Config::default_max_tokens, 0, INT32_MAX, "TOKENS", engine,
+                                 "max_tokens of a request that sets none when no generation default does "
+                                 "(chat; 0: up to the context)"));
   table.push_back(seconds_option("health_step_timeout_s", &Config::health_step_timeout_s, 0, false, engine,
                                  "/health answers 503 when an engine step runs longer than this (0: never)"));
   table.push_back(models_option());

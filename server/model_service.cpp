@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "backends/backend_factory.h"
+#include "engine/loader/generation_defaults_file.h"
 #include "engine/loader/quantize.h"
 #include "engine/loader/weight_source.h"
 
@@ -31,6 +32,38 @@ engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::
   return out;
 }
 
+engine::GenerationDefaults to_defaults(const config::GenerationConfig& g) {
+  auto real = [](const std::optional<double>& v) -> std::optional<float> {
+    return v ? std::optional<float>(static_cast<float>(*v)) : std::nullopt;
+  };
+  auto integer = [](const std::optional<int64_t>& v) -> std::optional<int32_t> {
+    return v ? std::optional<int32_t>(static_cast<int32_t>(*v)) : std::nullopt;
+  };
+  engine::GenerationDefaults d;
+  d.temperature = real(g.temperature);
+  d.top_p = real(g.top_p);
+  d.top_k = integer(g.top_k);
+  d.min_p = real(g.min_p);
+  d.presence_penalty = real(g.presence_penalty);
+  d.frequency_penalty = real(g.frequency_penalty);
+  d.repetition_penalty = real(g.repetition_penalty);
+  d.max_tokens = integer(g.max_tokens);
+  return d;
+}
+
+// Lowest to highest: sluice's cap for unbounded requests, the model file, the
+// daemon's generation_config, the model entry's generation.
+engine::GenerationDefaults resolve_generation_defaults(const engine::LoadedModel& loaded,
+                                                       const config::Config& config,
+                                                       const config::ModelConfig& entry) {
+  engine::GenerationDefaults d;
+  if (config.default_max_tokens > 0) d.unbounded_max_tokens = config.default_max_tokens;
+  d = engine::overlay(d, loaded.file ? loader::generation_defaults_from_gguf(*loaded.file)
+                                     : loader::read_generation_defaults(loaded.info.path));
+  d = engine::overlay(d, to_defaults(config.generation_config));
+  return engine::overlay(d, to_defaults(entry.generation));
+}
+
 std::optional<std::string> special_text(const tokenizer::Tokenizer& tok, int32_t id) {
   if (id < 0 || id >= tok.vocab_size()) return std::nullopt;
   return tok.token_text(id);
@@ -40,6 +73,7 @@ std::optional<std::string> special_text(const tokenizer::Tokenizer& tok, int32_t
 
 std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& loaded,
                                                  const config::Config& config,
+                                                 const config::ModelConfig& entry,
                                                  prometheus::Registry& registry) {
   const engine::ModelInfo& info = loaded.info;
   std::unique_ptr<ModelService> service(new ModelService());
@@ -55,6 +89,10 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
   spdlog::info("model {}: weights on {} ({} kernels), {:.1f} MiB made at load (repacked)", info.id,
                service->backend_->name(), service->backend_->kernel_path(),
                static_cast<double>(service->backend_->made_weight_bytes()) / (1 << 20));
+
+  service->generation_defaults_ = resolve_generation_defaults(loaded, config, entry);
+  spdlog::info("model {}: generation defaults for fields a request leaves out: {}", info.id,
+               service->generation_defaults_.empty() ? "none" : service->generation_defaults_.describe());
 
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
   service->render_options_.bos_token = special_text(tok, tok.bos_id());

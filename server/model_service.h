@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "engine/chat/chat_template.h"
 #include "engine/engine.h"
+#include "engine/generation_defaults.h"
 #include "engine/model_registry.h"
 #include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -35,6 +36,7 @@ class ModelService {
   // std::exception with a message naming the model and what is wrong.
   static std::unique_ptr<ModelService> load(const engine::LoadedModel& loaded,
                                             const config::Config& config,
+                                            const config::ModelConfig& entry,
                                             prometheus::Registry& registry);
   ~ModelService();  // stop()
 
@@ -42,6 +44,8 @@ class ModelService {
   engine::Engine& engine() { return *engine_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
   bool has_chat_template() const { return chat_template_.has_value(); }
+  // What a request gets for the sampling fields it leaves out (see generation_defaults.h).
+  const engine::GenerationDefaults& generation_defaults() const { return generation_defaults_; }
 
   // The prompt text of a conversation. Throws chat::TemplateError when the template
   // rejects it (the caller answers 400); requires has_chat_template().
@@ -63,6 +67,7 @@ class ModelService {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::optional<chat::ChatTemplate> chat_template_;
   chat::RenderOptions render_options_;
+  engine::GenerationDefaults generation_defaults_;
   std::unique_ptr<EngineMetrics> metrics_;
   std::unique_ptr<engine::Engine> engine_;  // declared last: stopped before the rest goes
 };

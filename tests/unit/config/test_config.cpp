@@ -336,6 +336,27 @@ TEST_CASE("config: models") {
     CHECK(config.models[0].name == "A");
     CHECK(config.models[0].context_length == 2048);
   }
+  SUBCASE("generation defaults: --generation-config and a model entry's generation") {
+    const Config flags = load({"--model", "a.gguf", "--generation-config", R"({"temperature": 0, "max_tokens": 64})"});
+    CHECK(flags.generation_config.temperature == 0.0);
+    CHECK(flags.generation_config.max_tokens == 64);
+    CHECK_FALSE(flags.generation_config.top_p.has_value());
+    TempFile file(R"({ "generation_config": {"top_k": 40},
+                       "models": [{"path": "a.gguf", "generation": {"top_p": 0.9, "repetition_penalty": 1.1}}] })");
+    const Config c = load({"--config", file.path()});
+    CHECK(c.generation_config.top_k == 40);
+    CHECK(c.models[0].generation.top_p == 0.9);
+    CHECK(c.models[0].generation.repetition_penalty == 1.1);
+    CHECK(contains(error_of({"--model", "a.gguf", "--generation-config", R"({"temprature": 0.5})"}),
+                   "generation_config.temprature: unknown key; did you mean \"temperature\"?"));
+    CHECK(contains(error_of({"--model", "a.gguf", "--generation-config", R"({"temperature": 3})"}),
+                   "generation_config.temperature: must be in [0, 2], got 3"));
+    CHECK(contains(error_of({"--model", "a.gguf", "--generation-config", "temperature=1"}),
+                   "generation_config: is not valid JSON"));
+    TempFile bad(R"({ "models": [{"path": "a.gguf", "generation": {"max_tokens": 0}}] })");
+    CHECK(contains(error_of({"--config", bad.path()}), "models[0].generation.max_tokens: must be"));
+    CHECK(load({"--model", "a.gguf"}).default_max_tokens == 512);
+  }
   SUBCASE("--context-length fills every model entry that sets none") {
     const Config flags = load({"--model", "a.gguf", "--model", "b=c.gguf", "--context-length", "512"});
     CHECK(flags.context_length == 512);
@@ -439,7 +460,7 @@ TEST_CASE("config: engine keys are validated") {
 TEST_CASE("config: describe and environment warnings") {
   Config config;
   config.api_keys = {"secret-1", "secret-2"};
-  config.models.push_back({"models/a.gguf", "a", "cpu", 0});
+  config.models.push_back({"models/a.gguf", "a", "cpu", 0, "none", {}});
   std::string text = sluice::config::describe(config);
   CHECK(contains(text, "port: 8080\n"));
   CHECK(contains(text, "api_keys: *** (2)"));
