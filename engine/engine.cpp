@@ -403,8 +403,8 @@ EngineHealth Engine::health(std::chrono::nanoseconds step_timeout) const {
   if (started == 0 || step_timeout <= std::chrono::nanoseconds::zero()) return {};
   const auto running = std::chrono::nanoseconds(now_ns() - started);
   if (running <= step_timeout) return {};
-  return {false, "wedged", fmt::format("a step has been running for {:.1f} s",
-                             std::chrono::duration<double>(running).count())};
+  return {false, "wedged",
+          fmt::format("a step has been running for {:.1f} s", std::chrono::duration<double>(running).count())};
 }
 
 bool Engine::drain_inbox() {
