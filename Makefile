@@ -43,15 +43,16 @@ venv: deps $(VENV)/.installed
 serve: build model
 	$(BUILD_DIR)/server/sluice serve --model $(MODEL) $(SERVE_ARGS)
 
+# test-models fetched the real models: a test that finds one missing fails (not skips).
 test: build test-models venv
-	ctest --test-dir $(BUILD_DIR) --output-on-failure
+	SLUICE_REQUIRE_MODELS=1 ctest --test-dir $(BUILD_DIR) --output-on-failure
 
 # The CPU-only build (the CMake default) must stay green whatever `make test` built:
 # a second tree without CUDA, its unit tests run (ccache makes most of it free).
 test-cpu-only: deps test-models
 	cmake -S . -B build-cpu -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_CUDA=OFF $(CMAKE_ARGS)
 	cmake --build build-cpu --target sluice sluice_unit_tests
-	build-cpu/tests/sluice_unit_tests
+	SLUICE_REQUIRE_MODELS=1 build-cpu/tests/sluice_unit_tests
 
 clean:
 	rm -rf $(BUILD_DIR) build-cpu

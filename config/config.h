@@ -3,10 +3,19 @@
 // Filled from (lowest to highest precedence) defaults, a config file, SLUICE_*
 // environment variables and command-line flags; see config_loader.h.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace sluice::config {
+
+// Generation defaults set by the operator: what a request that leaves a field out
+// gets (unset here: the model file's value, else the API default). The same ranges
+// as the request fields.
+struct GenerationConfig {
+  std::optional<double> temperature, top_p, min_p, presence_penalty, frequency_penalty, repetition_penalty;
+  std::optional<int64_t> top_k, max_tokens;
+};
 
 // One model the daemon serves.
 struct ModelConfig {
@@ -15,6 +24,7 @@ struct ModelConfig {
   std::string backend = "auto";  // cpu | cuda | cuda:N | auto
   int64_t context_length = 0;    // 0: the model's trained context length
   std::string quantize = "none"; // none | q8_0 | q4_0: F32/F16/BF16 matrices quantized at load
+  GenerationConfig generation;   // over Config::generation_config, field by field
 };
 
 struct Config {
@@ -49,9 +59,13 @@ struct Config {
   int max_waiting = 256;                   // queued sequences beyond which requests get 429
   bool enable_prefix_caching = true;
   int compute_threads = 0;                 // 0: one per core
+  int64_t context_length = 0;              // of each model whose entry sets none; 0: the model's own
   double request_timeout_s = 600;          // deadline of a request that sets no "timeout"
   double max_request_timeout_s = 3600;     // largest "timeout" a request may ask for
   double queue_timeout_s = 60;             // to be admitted by the scheduler
+  GenerationConfig generation_config;       // every model's generation defaults (over the model file's)
+  int default_max_tokens = 512;            // a request with no max_tokens and no default; 0: up to the context
+  double health_step_timeout_s = 120;      // /health says 503 when an engine step runs longer; 0: never
 
   std::vector<ModelConfig> models;
 };

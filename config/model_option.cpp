@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/generation_option.h"
 #include "config/option_table.h"
 
 namespace sluice::config::detail {
@@ -94,7 +95,8 @@ ModelConfig parse_text_entry(std::string_view item, std::size_t index, std::stri
 }
 
 const std::vector<std::string>& entry_fields() {
-  static const std::vector<std::string> fields = {"path", "name", "backend", "context_length", "quantize"};
+  static const std::vector<std::string> fields = {"path",     "name",      "backend", "context_length",
+                                                  "quantize", "generation"};
   return fields;
 }
 
@@ -113,6 +115,10 @@ ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_v
         fail(key, "must be at most 2^40, got " + value.dump(), origin);
       }
       model.context_length = value.get<int64_t>();
+      continue;
+    }
+    if (field == "generation") {
+      model.generation = parse_generation_config(value, key, origin);
       continue;
     }
     std::string* target = field == "path"      ? &model.path

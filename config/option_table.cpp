@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "config/config_loader.h"
+#include "config/generation_option.h"
 
 namespace sluice::config::detail {
 namespace {
@@ -278,6 +279,10 @@ std::vector<OptionSpec> build_table() {
                                  "Queued sequences per model beyond which requests get 429"));
   table.push_back(bool_option("enable_prefix_caching", &Config::enable_prefix_caching, engine,
                               "Reuse the KV blocks of shared prompt prefixes (true/false)"));
+  table.push_back(integer_option("context_length", &Config::context_length, 0, int64_t{1} << 24, "TOKENS",
+                                 engine,
+                                 "Context length of each model whose entry sets none (0: the model's trained "
+                                 "length, shrunk to fit the KV cache)"));
   table.push_back(integer_option("compute_threads", &Config::compute_threads, 0, 1024, "UINT",
                                  engine, "Compute threads per model (0: one per core)"));
   table.push_back(seconds_option("request_timeout_s", &Config::request_timeout_s, 0, true, engine,
@@ -286,6 +291,12 @@ std::vector<OptionSpec> build_table() {
                                  engine, "Largest \"timeout\" a request may ask for"));
   table.push_back(seconds_option("queue_timeout_s", &Config::queue_timeout_s, 0, true, engine,
                                  "A request not admitted within this long times out"));
+  table.push_back(generation_config_option());
+  table.push_back(integer_option("default_max_tokens", &Config::default_max_tokens, 0, INT32_MAX, "TOKENS", engine,
+                                 "max_tokens of a request that sets none when no generation default does "
+                                 "(chat; 0: up to the context)"));
+  table.push_back(seconds_option("health_step_timeout_s", &Config::health_step_timeout_s, 0, false, engine,
+                                 "/health answers 503 when an engine step runs longer than this (0: never)"));
   table.push_back(models_option());
   return table;
 }

@@ -12,6 +12,10 @@
 namespace sluice::engine {
 namespace {
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
 SubmitResult rejected(std::string message, std::string param) {
   return {.status = SubmitStatus::rejected, .stream = nullptr, .message = std::move(message), .param = std::move(param)};
 }
@@ -43,12 +47,14 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   const int64_t kv_tokens = static_cast<int64_t>(num_blocks_) * config_.block_size;
   if (max_model_len_ > kv_tokens) {
     if (config_.max_model_len > 0)
-      throw std::invalid_argument("max_model_len " + std::to_string(max_model_len_) + " does not fit the KV cache (" +
-                                  std::to_string(kv_tokens) +
-                                  " tokens); raise kv_cache_bytes (--kv-cache-bytes) or lower the model's "
-                                  "context_length");
-    spdlog::warn("engine {}: the KV cache holds {} tokens, less than the model's context of {}; serving "
-                 "max_model_len {}",
+      throw std::invalid_argument(
+          "engine " + config_.model_name + ": context_length " + std::to_string(max_model_len_) +
+          " does not fit the KV cache (" + std::to_string(kv_tokens) +
+          " tokens); raise kv_cache_bytes (--kv-cache-bytes) or lower context_length (--context-length, or the "
+          "model entry's context_length)");
+    spdlog::warn("engine {}: the KV cache holds {} tokens, less than the model's context of {}; serving a context "
+                 "of {} tokens (set context_length / --context-length to choose, kv_cache_bytes / "
+                 "--kv-cache-bytes to make room)",
                  config_.model_name, kv_tokens, max_model_len_, kv_tokens);
     max_model_len_ = kv_tokens;
   }
@@ -64,6 +70,18 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
         "would fit: set kv_cache_bytes to at most {}",
         config_.model_name, num_blocks_, static_cast<double>(kv_bytes_) / (1 << 20), model_.backend().name(),
         e.what(), fit, fit * static_cast<uint64_t>(config_.block_size), fit * per_block));
+  }
+  // The largest step's activations now, not at the first long prompt: an
+  // out-of-memory shows at start, and the workspace never grows past what the KV
+  // budget held back for it.
+  try {
+    model_.reserve_workspace(config_.max_num_batched_tokens,
+                             std::min<int64_t>(config_.max_num_seqs, config_.max_num_batched_tokens));
+  } catch (const backends::OutOfMemoryError& e) {
+    throw std::runtime_error(fmt::format(
+        "engine {}: the activations of a step of {} tokens do not fit on {} after the KV cache ({}): lower "
+        "max_num_batched_tokens (--max-num-batched-tokens), max_num_seqs or kv_cache_bytes",
+        config_.model_name, config_.max_num_batched_tokens, model_.backend().name(), e.what()));
   }
   SchedulerConfig sc;
   sc.max_num_batched_tokens = config_.max_num_batched_tokens;
@@ -183,7 +201,9 @@ SubmitResult Engine::submit(GenerationRequest request) {
   auto stream = std::make_shared<RequestStream>(request.request_id, n, capacity);
   {
     std::lock_guard lock(inbox_mutex_);
-    if (stopping_) return {SubmitStatus::shutting_down, nullptr, "the server is shutting down", ""};
+    if (stopping_)
+      return {SubmitStatus::shutting_down, nullptr,
+              dead_reason_.empty() ? "the server is shutting down" : dead_reason_, ""};
     if (in_flight_ids_.contains(request.request_id)) {
       ++num_rejected_;
       return rejected("a request with id '" + request.request_id + "' is already in flight", "request_id");
@@ -254,6 +274,19 @@ void Engine::publish_stats(const StepMetrics* step) {
 }
 
 void Engine::loop() {
+  try {
+    loop_steps();
+  } catch (const std::exception& e) {
+    die(e.what());
+    return;
+  } catch (...) {
+    die("an exception of unknown type");
+    return;
+  }
+  shutdown();
+}
+
+void Engine::loop_steps() {
   while (drain_inbox()) {
     check_cancellations();
     if (!scheduler_->has_unfinished()) {
@@ -263,6 +296,7 @@ void Engine::loop() {
       inbox_cv_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !abort_inbox_.empty(); });
       continue;
     }
+    step_started_ns_.store(now_ns());
     ScheduledStep step = scheduler_->schedule(Clock::now());
     {
       std::lock_guard lock(inbox_mutex_);
@@ -275,6 +309,7 @@ void Engine::loop() {
                       seq->finish_reason() == FinishReason::timeout ? "the request deadline passed" : "");
     }
     if (step.empty()) {
+      step_started_ns_.store(0);
       // Nothing runnable (e.g. only finished sequences were reaped): wait briefly
       // for news instead of spinning.
       flush_deltas();
@@ -287,7 +322,13 @@ void Engine::loop() {
       }
       continue;
     }
-    run_step(step);
+    try {
+      run_step(step);
+    } catch (const std::exception& e) {
+      fail_step(step, e.what());
+    } catch (...) {
+      fail_step(step, "an exception of unknown type");
+    }
     flush_deltas();
     reap_done();
     StepMetrics metrics{.num_batched_tokens = step.num_batched_tokens,
@@ -296,8 +337,74 @@ void Engine::loop() {
                         .kv_cache_usage = scheduler_->block_pool().usage(),
                         .num_preempted = static_cast<int32_t>(step.preempted.size())};
     publish_stats(&metrics);
+    step_started_ns_.store(0);
   }
-  shutdown();
+}
+
+// The step's sequences may have written part of their KV and the scheduler has not
+// advanced them, so they cannot go on: their requests end with "error" (whole
+// requests, as a response is all its choices) and their blocks go back at the next
+// schedule(). Blocks enter the prefix cache only in update(), after a step
+// succeeded, so nothing half-written is ever shared.
+void Engine::fail_step(const ScheduledStep& step, const std::string& what) {
+  spdlog::error("engine {}: a step of {} sequences ({} tokens) failed: {}; ending their requests with error",
+                config_.model_name, step.seqs.size(), step.num_batched_tokens, what);
+  for (const ScheduledSequence& scheduled : step.seqs) {
+    ActiveRequest* request = find(scheduled.seq);
+    if (request != nullptr && !request->done)
+      abort_request(*request, FinishReason::error, "the model step failed: " + what);
+  }
+}
+
+// Something outside a step threw: the scheduling state can no longer be trusted, so
+// the engine stops taking work and ends everything it holds with "error".
+void Engine::die(const std::string& what) {
+  spdlog::critical("engine {}: the engine thread stopped: {}", config_.model_name, what);
+  std::vector<InboxItem> items;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    stopping_ = true;
+    dead_reason_ = "the engine thread stopped: " + what;
+    items.swap(inbox_);
+    num_inbox_choices_ = 0;
+  }
+  dead_.store(true);
+  step_started_ns_.store(0);
+  const std::string error = "the engine stopped: " + what;
+  for (auto& [id, request] : active_) {
+    if (request->done) continue;
+    for (auto& choice : request->choices) {
+      choice->has_pending = false;
+      choice->pending = {};
+      finish_choice(*request, *choice, FinishReason::error, error);
+    }
+  }
+  dirty_.clear();
+  active_.clear();
+  for (InboxItem& item : items) {
+    for (int32_t i = 0; i < item.stream->num_choices(); ++i) {
+      ChoiceFinish finish;
+      finish.index = i;
+      finish.reason = FinishReason::error;
+      finish.error = error;
+      item.stream->push_finish(std::move(finish));
+    }
+    std::lock_guard lock(inbox_mutex_);
+    in_flight_ids_.erase(item.request.request_id);
+  }
+}
+
+EngineHealth Engine::health(std::chrono::nanoseconds step_timeout) const {
+  if (dead_.load()) {
+    std::lock_guard lock(inbox_mutex_);
+    return {false, "dead", dead_reason_};
+  }
+  const int64_t started = step_started_ns_.load();
+  if (started == 0 || step_timeout <= std::chrono::nanoseconds::zero()) return {};
+  const auto running = std::chrono::nanoseconds(now_ns() - started);
+  if (running <= step_timeout) return {};
+  return {false, "wedged",
+          fmt::format("a step has been running for {:.1f} s", std::chrono::duration<double>(running).count())};
 }
 
 bool Engine::drain_inbox() {

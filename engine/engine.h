@@ -5,12 +5,17 @@
 // until stop(). Other threads talk to it only through submit() / abort() (a locked
 // inbox) and the per-request RequestStream; the engine never waits on a consumer.
 //
+// Failures: an exception from a step (a backend out of memory, a kernel error) ends
+// that step's requests with "error" and frees their blocks; the engine goes on with
+// the next step. One escaping everything else stops the thread: every request in
+// flight ends with "error", submit() refuses, and health() says why.
+//
 // Cancellation: a consumer's RequestStream::cancel(), abort(request_id), a deadline
 // or a full stream all end the request at the next step ("abort" / "timeout") and
 // free its KV blocks. When there is nothing to do the thread sleeps on a condition
 // variable. stop() finishes every request in flight with "abort" and joins.
 //
-// submit(), abort(), stats() are thread-safe; stop() too, but never from an observer
+// submit(), abort(), stats(), health() are thread-safe; stop() too, but never from an observer
 // callback or a stream wake-up (they run on the engine thread). The Model (and its
 // backend) must outlive the Engine.
 #include <atomic>
@@ -66,6 +71,14 @@ struct SubmitResult {
   bool ok() const { return status == SubmitStatus::accepted; }
 };
 
+// Whether an engine can serve: its thread runs and no step has been running too
+// long (a wedged kernel, a deadlocked backend).
+struct EngineHealth {
+  bool ok = true;
+  std::string status = "ok";  // "ok" | "wedged" (a step past the timeout) | "dead" (the thread stopped)
+  std::string reason;         // why not: "the engine thread stopped: ..." or "a step has been running for ..."
+};
+
 // The KV budget when kv_cache_bytes is 0. On the CPU, 256 MiB. On a GPU, what vLLM's
 // gpu_memory_utilization = 0.9 gives: the memory free now (weights loaded) less 10%
 // of the device, less a reserve for the largest step's activations and logits
@@ -93,6 +106,9 @@ class Engine {
   bool abort(std::string_view request_id);
 
   EngineStats stats() const;
+  // Not ok when the engine thread died, or when its current step started more than
+  // step_timeout ago (zero or negative: never wedged).
+  EngineHealth health(std::chrono::nanoseconds step_timeout) const;
   const EngineConfig& config() const { return config_; }
   int64_t max_model_len() const { return max_model_len_; }
   int32_t num_kv_blocks() const { return num_blocks_; }
@@ -112,7 +128,10 @@ class Engine {
   bool drain_inbox();  // false once stop() was called
   void admit(InboxItem item);
   void check_cancellations();
+  void loop_steps();
   void run_step(ScheduledStep& step);
+  void fail_step(const ScheduledStep& step, const std::string& what);
+  void die(const std::string& what);
   void sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results);
   void sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results);
   void postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
@@ -157,10 +176,15 @@ class Engine {
   int32_t num_inbox_choices_ = 0;    // choices of the requests in inbox_
   bool stopping_ = false;
   bool started_ = false;
+  std::string dead_reason_;  // set when the engine thread stopped on an exception
   uint64_t num_submitted_ = 0, num_rejected_ = 0, num_queue_full_ = 0;
 
   mutable std::mutex stats_mutex_;
   EngineStats stats_;  // guarded by stats_mutex_
+
+  // Clock::now() in ns when the current step began; 0 between steps. For health().
+  std::atomic<int64_t> step_started_ns_{0};
+  std::atomic<bool> dead_{false};
 
   std::mutex stop_mutex_;  // serializes stop() callers around the join
   std::thread thread_;

@@ -154,7 +154,8 @@ LoadedModel register_model(const config::ModelConfig& config) {
   if (config.context_length > info.trained_context_length) {
     throw LoadError(config.path, "context_length " + std::to_string(config.context_length) +
                                      " exceeds the model's trained context length " +
-                                     std::to_string(info.trained_context_length));
+                                     std::to_string(info.trained_context_length) +
+                                     "; lower context_length (--context-length, or the model entry's key)");
   }
   info.quantize = config.quantize;
   info.context_length_set = config.context_length != 0;

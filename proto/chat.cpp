@@ -167,6 +167,7 @@ ChatParse parse_chat_json(const Json& body) {
         "max_completion_tokens");
   }
   req.sampling.max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
+  req.given.max_tokens = req.sampling.max_tokens.has_value();  // else the model's default
   if (top_logprobs && !logprobs) {
     return invalid_request("'top_logprobs' requires 'logprobs' to be true.", "top_logprobs");
   }

@@ -76,6 +76,7 @@ CompletionParse parse_completion_json(const Json& body) {
     if (key == "prompt") {
       e = read_prompt(value, req.prompts);
     } else if (key == "max_tokens") {
+      req.given.max_tokens = true;  // null too: up to the context, no default
       if (value.is_null()) {
         req.sampling.max_tokens.reset();
       } else {

@@ -44,12 +44,23 @@ Error read_timeout(const Json& v, std::optional<double>& out) {
   return std::nullopt;
 }
 
+void mark_given(const std::string& key, engine::SamplingFieldsGiven& given) {
+  if (key == "temperature") given.temperature = true;
+  if (key == "top_p") given.top_p = true;
+  if (key == "top_k") given.top_k = true;
+  if (key == "min_p") given.min_p = true;
+  if (key == "presence_penalty") given.presence_penalty = true;
+  if (key == "frequency_penalty") given.frequency_penalty = true;
+  if (key == "repetition_penalty") given.repetition_penalty = true;
+}
+
 }  // namespace
 
 Error apply_generation_field(const std::string& key, const Json& value, GenerationOptions& options,
                              bool& handled) {
   handled = true;
   auto& s = options.sampling;
+  mark_given(key, options.given);
   if (key == "model") {
     if (value.is_null()) return std::nullopt;  // reported as missing afterwards
     return fields::read_string(value, "model", options.model);

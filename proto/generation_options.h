@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/generation_defaults.h"
 #include "engine/sampler.h"
 #include "proto/fields.h"
 
@@ -18,6 +19,9 @@ struct GenerationOptions {
   engine::SamplingParams sampling;  // temperature [0, 2] (default 1), top_p (0, 1], top_k -1 | >= 1,
                                     // min_p [0, 1], presence/frequency [-2, 2], repetition (0, 2],
                                     // logit_bias, seed, ignore_eos, n [1, 128], max_tokens, logprobs
+  // The sampling fields the body set; the rest take the model's generation defaults
+  // where the model is known (engine::apply_generation_defaults).
+  engine::SamplingFieldsGiven given;
   std::vector<std::string> stop;    // at most 4, none empty
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage; only with stream

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "engine/model_registry.h"
+#include "server/model_prepare.h"
 
 namespace sluice::server {
 
@@ -40,6 +41,9 @@ int run_inspect(const std::string& path, bool show_tensors) {
     config::ModelConfig model;
     model.path = path;
     auto loaded = engine::register_model(model);
+    // What serve does next, on the CPU: build the tokenizer, bind every weight,
+    // render the chat template. A file that fails here is not servable.
+    const PreparedModel prepared = prepare_model(loaded, "cpu", 1);
     std::printf("servable: %s (%s, %s, %llu parameters, context %lld)\n", loaded.info.id.c_str(),
                 loaded.info.architecture.c_str(), loaded.info.file_type.c_str(),
                 static_cast<unsigned long long>(loaded.info.num_parameters),

@@ -4,12 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <stdexcept>
 
-#include "backends/backend_factory.h"
-#include "engine/loader/quantize.h"
-#include "engine/loader/weight_source.h"
+#include "server/model_prepare.h"
 
 namespace sluice::server {
 namespace {
@@ -31,46 +28,57 @@ engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::
   return out;
 }
 
-std::optional<std::string> special_text(const tokenizer::Tokenizer& tok, int32_t id) {
-  if (id < 0 || id >= tok.vocab_size()) return std::nullopt;
-  return tok.token_text(id);
+engine::GenerationDefaults to_defaults(const config::GenerationConfig& g) {
+  auto real = [](const std::optional<double>& v) -> std::optional<float> {
+    return v ? std::optional<float>(static_cast<float>(*v)) : std::nullopt;
+  };
+  auto integer = [](const std::optional<int64_t>& v) -> std::optional<int32_t> {
+    return v ? std::optional<int32_t>(static_cast<int32_t>(*v)) : std::nullopt;
+  };
+  engine::GenerationDefaults d;
+  d.temperature = real(g.temperature);
+  d.top_p = real(g.top_p);
+  d.top_k = integer(g.top_k);
+  d.min_p = real(g.min_p);
+  d.presence_penalty = real(g.presence_penalty);
+  d.frequency_penalty = real(g.frequency_penalty);
+  d.repetition_penalty = real(g.repetition_penalty);
+  d.max_tokens = integer(g.max_tokens);
+  return d;
+}
+
+// Lowest to highest: sluice's cap for unbounded requests, the model file, the
+// daemon's generation_config, the model entry's generation.
+engine::GenerationDefaults resolve_generation_defaults(const engine::GenerationDefaults& file,
+                                                       const config::Config& config,
+                                                       const config::ModelConfig& entry) {
+  engine::GenerationDefaults d;
+  if (config.default_max_tokens > 0) d.unbounded_max_tokens = config.default_max_tokens;
+  d = engine::overlay(d, file);
+  d = engine::overlay(d, to_defaults(config.generation_config));
+  return engine::overlay(d, to_defaults(entry.generation));
 }
 
 }  // namespace
 
 std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& loaded,
                                                  const config::Config& config,
+                                                 const config::ModelConfig& entry,
                                                  prometheus::Registry& registry) {
   const engine::ModelInfo& info = loaded.info;
   std::unique_ptr<ModelService> service(new ModelService());
   service->id_ = info.id;
 
-  const std::filesystem::path path(info.path);
-  service->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(
-      std::filesystem::is_directory(path) ? tokenizer::Tokenizer::from_hf_dir(path)
-                                          : tokenizer::Tokenizer::from_gguf(*loaded.file));
-  service->backend_ = backends::make_backend(backends::resolve_backend(info.backend), config.compute_threads);
-  service->model_ = engine::Model::load(loader::open_weights(path), *service->backend_,
-                                        loader::parse_load_quantization(info.quantize));
-  spdlog::info("model {}: weights on {} ({} kernels), {:.1f} MiB made at load (repacked)", info.id,
-               service->backend_->name(), service->backend_->kernel_path(),
-               static_cast<double>(service->backend_->made_weight_bytes()) / (1 << 20));
-
+  PreparedModel prepared = prepare_model(loaded, info.backend, config.compute_threads);
+  service->backend_ = std::move(prepared.backend);
+  service->model_ = std::move(prepared.model);
+  service->tokenizer_ = std::move(prepared.tokenizer);
+  service->chat_template_ = std::move(prepared.chat_template);
+  service->render_options_ = std::move(prepared.render_options);
+  service->generation_defaults_ = resolve_generation_defaults(prepared.file_defaults, config, entry);
+  spdlog::info("model {}: generation defaults for fields a request leaves out: {}", info.id,
+               service->generation_defaults_.empty() ? "none" : service->generation_defaults_.describe());
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
-  service->render_options_.bos_token = special_text(tok, tok.bos_id());
-  service->render_options_.eos_token = special_text(tok, tok.eos_id());
-  if (!tok.chat_template().empty()) {
-    try {
-      auto compiled = chat::ChatTemplate::compile(tok.chat_template());
-      compiled.validate(service->render_options_);
-      service->chat_template_ = std::move(compiled);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(info.path + ": the chat template cannot be rendered: " + e.what());
-    }
-  } else {
-    spdlog::warn("model {}: no chat template, so /v1/chat/completions refuses it", info.id);
-  }
-
   service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);
   service->engine_ = std::make_unique<engine::Engine>(
       *service->model_, tok, engine_config(info, config), service->metrics_.get());
@@ -123,6 +131,15 @@ ModelService* ModelServices::only() const {
 void ModelServices::refresh_metrics() const {
   std::lock_guard lock(mutex_);
   for (const auto& service : services_) service->refresh_metrics();
+}
+
+std::vector<ModelHealth> ModelServices::health(double step_timeout_s) const {
+  const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(step_timeout_s));
+  std::lock_guard lock(mutex_);
+  std::vector<ModelHealth> out;
+  for (const auto& service : services_) out.push_back({service->id(), service->engine().health(timeout)});
+  return out;
 }
 
 void ModelServices::stop_all() {

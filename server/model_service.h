@@ -19,11 +19,13 @@
 #include "config/config.h"
 #include "engine/chat/chat_template.h"
 #include "engine/engine.h"
+#include "engine/generation_defaults.h"
 #include "engine/model_registry.h"
 #include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "proto/chat.h"
 #include "server/engine_metrics.h"
+#include "server/health.h"
 
 namespace sluice::server {
 
@@ -34,6 +36,7 @@ class ModelService {
   // std::exception with a message naming the model and what is wrong.
   static std::unique_ptr<ModelService> load(const engine::LoadedModel& loaded,
                                             const config::Config& config,
+                                            const config::ModelConfig& entry,
                                             prometheus::Registry& registry);
   ~ModelService();  // stop()
 
@@ -41,6 +44,8 @@ class ModelService {
   engine::Engine& engine() { return *engine_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
   bool has_chat_template() const { return chat_template_.has_value(); }
+  // What a request gets for the sampling fields it leaves out (see generation_defaults.h).
+  const engine::GenerationDefaults& generation_defaults() const { return generation_defaults_; }
 
   // The prompt text of a conversation. Throws chat::TemplateError when the template
   // rejects it (the caller answers 400); requires has_chat_template().
@@ -62,6 +67,7 @@ class ModelService {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::optional<chat::ChatTemplate> chat_template_;
   chat::RenderOptions render_options_;
+  engine::GenerationDefaults generation_defaults_;
   std::unique_ptr<EngineMetrics> metrics_;
   std::unique_ptr<engine::Engine> engine_;  // declared last: stopped before the rest goes
 };
@@ -75,6 +81,8 @@ class ModelServices {
   // The only model, for requests that may leave "model" out; null unless exactly one.
   ModelService* only() const;
   void refresh_metrics() const;
+  // Each model's engine health, in load order (step_timeout_s 0: no step is too long).
+  std::vector<ModelHealth> health(double step_timeout_s) const;
   void stop_all();
   // Set once every configured model is in: until then an unknown model may still
   // be loading (503), afterwards it does not exist (404).

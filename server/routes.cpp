@@ -22,13 +22,15 @@ void set_error(Response& response, const proto::ApiError& error) {
 }  // namespace
 
 void add_routes(Router& router, const ServiceState& state, const MetricsExposition& metrics,
-                const ModelServices& services) {
-  // Liveness: the process answers. Open without an API key, like /metrics and /ready,
-  // because probes and scrapers carry none.
+                const ModelServices& services, double health_step_timeout_s) {
+  // Liveness: the process answers and every loaded model's engine runs (a dead or
+  // wedged engine is a reason to restart the process). Open without an API key,
+  // like /metrics and /ready, because probes and scrapers carry none.
   router.add(
       http::verb::get, "/health",
-      [](Exchange& ex) -> asio::awaitable<void> {
-        set_json(ex.response, http::status::ok, R"({"status":"ok"})");
+      [&services, health_step_timeout_s](Exchange& ex) -> asio::awaitable<void> {
+        HealthAnswer answer = health_answer(services.health(health_step_timeout_s), health_step_timeout_s);
+        set_json(ex.response, static_cast<http::status>(answer.status), std::move(answer.body));
         co_return;
       },
       /*is_public=*/true);

@@ -8,9 +8,10 @@
 
 namespace sluice::server {
 
-// /metrics refreshes the engine metrics of `services` before rendering.
+// /metrics refreshes the engine metrics of `services` before rendering; /health
+// asks their engines (a step past health_step_timeout_s is wedged).
 void add_routes(Router& router, const ServiceState& state, const MetricsExposition& metrics,
-                const ModelServices& services);
+                const ModelServices& services, double health_step_timeout_s);
 
 // Sets a JSON body and status on `response`.
 void set_json(Response& response, http::status status, std::string body);

@@ -114,7 +114,9 @@ std::optional<proto::ApiError> submit(Job& job, const proto::GenerationOptions& 
     engine::GenerationRequest request;
     request.request_id = job.header.id + "-" + std::to_string(i);
     request.prompt_tokens = std::move(prompts[i]);
-    request.params = options.sampling;
+    request.params = engine::apply_generation_defaults(
+        job.model->generation_defaults(), options.given, options.sampling,
+        static_cast<int64_t>(request.prompt_tokens.size()), job.model->engine().max_model_len());
     request.stop = options.stop;
     request.priority = options.priority;
     request.deadline = after(options.timeout_s.value_or(config.request_timeout_s));

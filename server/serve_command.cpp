@@ -38,7 +38,7 @@ void load_models(const config::Config& config, ServiceState& state, ModelService
   for (const auto& model : config.models) {
     try {
       engine::LoadedModel loaded = engine::register_model(model);
-      auto service = ModelService::load(loaded, config, registry);
+      auto service = ModelService::load(loaded, config, model, registry);
       // The engine may have shrunk the trained context to its KV cache: /v1/models
       // reports what is served.
       loaded.info.context_length = service->engine().max_model_len();
@@ -72,7 +72,7 @@ int run_serve(const config::Config& config) {
   ModelServices services;  // engines: stopped explicitly once HTTP has drained
 
   Router router;
-  add_routes(router, state, exposition, services);
+  add_routes(router, state, exposition, services, config.health_step_timeout_s);
   add_generation_routes(router, services, config);
   add_tokenize_routes(router, services);
   ApiKeyAuth auth(config.api_keys);

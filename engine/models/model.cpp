@@ -1,5 +1,6 @@
 #include "engine/models/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -124,11 +125,33 @@ bool Model::is_plain_decode(const StepBatch& batch) {
 Workspace::Views Model::workspace_views(int64_t num_tokens, int64_t num_logit_rows) {
   const int64_t tokens_before = workspace_.token_capacity();
   const int64_t logits_before = workspace_.logit_capacity();
-  Workspace::Views views = workspace_.views(num_tokens, num_logit_rows);
+  Workspace::Views views;
+  try {
+    views = workspace_.views(num_tokens, num_logit_rows);
+  } catch (...) {  // an allocation failed after some buffers were freed
+    backend_.forget_recordings();
+    throw;
+  }
   // Recordings point at the old buffers.
   if (workspace_.token_capacity() != tokens_before || workspace_.logit_capacity() != logits_before)
     backend_.forget_recordings();
   return views;
+}
+
+void Model::reserve_workspace(int64_t max_tokens, int64_t max_logit_rows) {
+  // A recorded decode step pads its rows up to the backend's bucket.
+  const int64_t max_decode_rows = std::min(max_tokens, max_logit_rows);
+  const int64_t padded = std::max<int64_t>(backend_.recorded_step_rows(max_decode_rows), 0);
+  const int64_t tokens_before = workspace_.token_capacity();
+  const int64_t logits_before = workspace_.logit_capacity();
+  try {
+    workspace_.reserve(std::max(max_tokens, padded), std::max(max_logit_rows, padded));
+  } catch (...) {
+    backend_.forget_recordings();
+    throw;
+  }
+  if (workspace_.token_capacity() != tokens_before || workspace_.logit_capacity() != logits_before)
+    backend_.forget_recordings();
 }
 
 void Model::run_layers(const Workspace::Views& views, std::span<const backends::SequenceSlice> sequences,

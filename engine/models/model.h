@@ -58,6 +58,13 @@ class Model {
   // applies on the host: callers check hparams().final_softcap first.
   backends::Tensor forward_on_device(const StepBatch& batch, KvCache& cache);
 
+  // Allocates the activations of the largest step an engine will run (max_tokens
+  // tokens, max_logit_rows sampling rows, padded as the backend records decode
+  // steps) and caps the workspace's growth there. Throws OutOfMemoryError.
+  void reserve_workspace(int64_t max_tokens, int64_t max_logit_rows);
+  int64_t workspace_token_capacity() const { return workspace_.token_capacity(); }
+  int64_t workspace_logit_capacity() const { return workspace_.logit_capacity(); }
+
  private:
   Model(std::shared_ptr<const loader::WeightSource> source, backends::Backend& backend,
         Architecture arch, ModelWeights weights);

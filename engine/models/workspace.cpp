@@ -11,8 +11,13 @@ using backends::Tensor;
 constexpr size_t kF32 = 4;
 constexpr size_t kI32 = 4;
 
-// Grow geometrically so a ramp of step sizes reallocates O(log) times.
-int64_t grown(int64_t current, int64_t needed) { return std::max(needed, current * 2); }
+// Grow geometrically so a ramp of step sizes reallocates O(log) times, but never
+// past the reserved limit: doubling 1500 tokens to 3000 when no step can exceed
+// 2048 would allocate memory the KV budget gave to the cache.
+int64_t grown(int64_t current, int64_t needed, int64_t limit) {
+  const int64_t doubled = current * 2;
+  return std::max(needed, limit > 0 ? std::min(doubled, limit) : doubled);
+}
 
 }  // namespace
 
@@ -25,7 +30,9 @@ void Workspace::grow_tokens(int64_t capacity) {
   const auto q = static_cast<size_t>(hparams_.num_heads * hparams_.head_dim);
   const auto kv = static_cast<size_t>(hparams_.num_kv_heads * hparams_.head_dim);
   const auto f = static_cast<size_t>(hparams_.ffn_length);
-  // Free first so peak memory is the new set, not old + new.
+  // Free first so peak memory is the new set, not old + new. Capacity 0 until all
+  // are allocated: an allocation that throws leaves an empty, consistent workspace.
+  token_capacity_ = 0;
   token_ids_.reset(); positions_.reset(); kv_slots_.reset();
   hidden_.reset(); normed_.reset(); branch_.reset();
   q_.reset(); k_.reset(); v_.reset(); attn_.reset(); gate_.reset(); up_.reset();
@@ -46,6 +53,7 @@ void Workspace::grow_tokens(int64_t capacity) {
 
 void Workspace::grow_logits(int64_t capacity) {
   const auto n = static_cast<size_t>(capacity);
+  logit_capacity_ = 0;
   logit_rows_.reset(); final_hidden_.reset(); logits_.reset();
   logit_rows_ = backend_.allocate(n * kI32);
   final_hidden_ = backend_.allocate(n * static_cast<size_t>(hparams_.embedding_length) * kF32);
@@ -53,9 +61,16 @@ void Workspace::grow_logits(int64_t capacity) {
   logit_capacity_ = capacity;
 }
 
+void Workspace::reserve(int64_t max_tokens, int64_t max_logit_rows) {
+  token_limit_ = max_tokens;
+  logit_limit_ = max_logit_rows;
+  if (max_tokens > token_capacity_) grow_tokens(max_tokens);
+  if (max_logit_rows > logit_capacity_) grow_logits(max_logit_rows);
+}
+
 Workspace::Views Workspace::views(int64_t num_tokens, int64_t num_logit_rows) {
-  if (num_tokens > token_capacity_) grow_tokens(grown(token_capacity_, num_tokens));
-  if (num_logit_rows > logit_capacity_) grow_logits(grown(logit_capacity_, num_logit_rows));
+  if (num_tokens > token_capacity_) grow_tokens(grown(token_capacity_, num_tokens, token_limit_));
+  if (num_logit_rows > logit_capacity_) grow_logits(grown(logit_capacity_, num_logit_rows, logit_limit_));
   const int64_t t = num_tokens;
   const int64_t r = num_logit_rows;
   const int64_t d = hparams_.embedding_length;

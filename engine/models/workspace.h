@@ -1,8 +1,10 @@
 #pragma once
 // The activation buffers of one model's forward pass, sized for the largest step
 // seen so far: a step of T tokens producing R logit rows uses the first T (or R)
-// rows of each. reserve() grows them when a larger step comes and does nothing
-// otherwise, so the steady state allocates nothing. Owned by a Model; used by its
+// rows of each. views() grows them when a larger step comes and does nothing
+// otherwise, so the steady state allocates nothing. An engine reserve()s its
+// largest step at start, so an out-of-memory shows at start and the KV budget's
+// activation reserve matches what is allocated. Owned by a Model; used by its
 // engine thread only.
 #include <cstdint>
 #include <memory>
@@ -40,6 +42,12 @@ class Workspace {
   // the buffers first when needed. The views stay valid until the next call.
   Views views(int64_t num_tokens, int64_t num_logit_rows);
 
+  // Allocates room for steps of up to max_tokens tokens and max_logit_rows logit
+  // rows now, and caps later geometric growth there (a larger step still gets what
+  // it needs). Throws backends::OutOfMemoryError, leaving the workspace empty but
+  // usable.
+  void reserve(int64_t max_tokens, int64_t max_logit_rows);
+
   int64_t token_capacity() const { return token_capacity_; }
   int64_t logit_capacity() const { return logit_capacity_; }
 
@@ -51,6 +59,8 @@ class Workspace {
   ModelHparams hparams_;
   int64_t token_capacity_ = 0;
   int64_t logit_capacity_ = 0;
+  int64_t token_limit_ = 0;  // 0: grow without a cap
+  int64_t logit_limit_ = 0;
   // Row-sized buffers are F32 [capacity, width]; index buffers I32 [capacity].
   std::unique_ptr<backends::Buffer> token_ids_, positions_, kv_slots_, logit_rows_;
   std::unique_ptr<backends::Buffer> hidden_, normed_, branch_, q_, k_, v_, attn_, gate_, up_;

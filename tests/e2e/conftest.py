@@ -17,6 +17,20 @@ REPO = Path(__file__).resolve().parents[2]
 SLUICE_BIN = Path(os.environ.get("SLUICE_BIN", REPO / "build" / "server" / "sluice"))
 TINY_MODEL = REPO / "tests" / "fixtures" / "tiny-llama.gguf"
 DEFAULT_MODEL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA_MODEL = REPO / "models" / "gemma-3-270m-q4_k_m.gguf"
+
+
+
+def require_model(path, fetch="`make test-models`"):
+    """Skips the test when a real model file is missing, or fails it when the run
+    requires the models (SLUICE_REQUIRE_MODELS=1: `make test` fetched them)."""
+    if path.exists():
+        return
+    message = f"{path} is missing: {fetch} fetches it"
+    if os.environ.get("SLUICE_REQUIRE_MODELS") == "1":
+        pytest.fail(message + " (required: SLUICE_REQUIRE_MODELS=1)")
+    pytest.skip(message)
+
 
 LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
 

@@ -1,14 +1,13 @@
 """The daemon as `make serve` runs it: the default model, SmolLM2-135M-Instruct Q4_1."""
 import pytest
 
-from conftest import DEFAULT_MODEL
+from conftest import DEFAULT_MODEL, require_model
 from http_util import get_json, request
 
 
 @pytest.fixture
 def smollm2(start_daemon):
-    if not DEFAULT_MODEL.exists():
-        pytest.skip(f"{DEFAULT_MODEL} is missing: `make model` fetches it")
+    require_model(DEFAULT_MODEL, "`make model`")
     return start_daemon(model=DEFAULT_MODEL)
 
 

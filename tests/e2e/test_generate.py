@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import DEFAULT_MODEL, SLUICE_BIN
+from conftest import DEFAULT_MODEL, SLUICE_BIN, require_model
 
 FIXTURE_MODELS = DEFAULT_MODEL.parents[1] / "tests" / "fixtures" / "models"
 
@@ -20,8 +20,7 @@ def generate(*args, timeout=300):
 
 @pytest.fixture
 def smollm2():
-    if not DEFAULT_MODEL.exists():
-        pytest.skip(f"{DEFAULT_MODEL} is missing: `make model` fetches it")
+    require_model(DEFAULT_MODEL, "`make model`")
     return DEFAULT_MODEL
 
 

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import DEFAULT_MODEL, TINY_MODEL, Daemon
+from conftest import DEFAULT_MODEL, TINY_MODEL, Daemon, require_model
 from http_util import assert_openai_error, parse_metrics, request
 
 SMOL = "SmolLM2-135M-Instruct.Q4_1"
@@ -40,8 +40,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def smol():
-    if not DEFAULT_MODEL.exists():
-        pytest.skip(f"{DEFAULT_MODEL} is missing: `make model` fetches it")
+    require_model(DEFAULT_MODEL, "`make model`")
     daemon = _start(str(DEFAULT_MODEL))
     yield daemon
     daemon.kill()
@@ -338,8 +337,7 @@ def test_openai_client_chat(client):
 
 
 def test_shutdown_ends_a_running_stream_with_a_finish(start_daemon):
-    if not DEFAULT_MODEL.exists():
-        pytest.skip(f"{DEFAULT_MODEL} is missing: `make model` fetches it")
+    require_model(DEFAULT_MODEL, "`make model`")
     daemon = start_daemon("--shutdown-grace-s", "1", model=DEFAULT_MODEL)
     body = {"model": SMOL, "prompt": "Once upon a time", "max_tokens": 4000, "ignore_eos": True,
             "temperature": 0, "stream": True}
@@ -359,8 +357,7 @@ def test_shutdown_ends_a_running_stream_with_a_finish(start_daemon):
 
 
 def test_a_full_queue_answers_429(start_daemon):
-    if not DEFAULT_MODEL.exists():
-        pytest.skip(f"{DEFAULT_MODEL} is missing: `make model` fetches it")
+    require_model(DEFAULT_MODEL, "`make model`")
     daemon = start_daemon("--max-num-seqs", "1", "--max-waiting", "1", model=DEFAULT_MODEL)
     body = {"model": SMOL, "prompt": "Count:", "max_tokens": 40, "ignore_eos": True, "temperature": 0}
     with ThreadPoolExecutor(5) as pool:

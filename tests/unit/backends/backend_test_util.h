@@ -27,6 +27,7 @@
 #include "backends/backend_factory.h"
 #include "backends/cpu/half.h"  // host-side F16/BF16 conversions for building weights
 #include "tests/unit/backends/cpu/cpu_test_util.h"
+#include "tests/unit/prerequisites.h"
 
 namespace sluice::backends::test {
 
@@ -288,14 +289,13 @@ inline std::string cuda_unavailable_reason() {
   return "no CUDA device" + (why.empty() ? std::string() : " (" + why + ")");
 }
 
-// The CUDA backend on device 0, or nullptr after a MESSAGE "<what> skipped: <why>".
-// A device that is present but fails to initialise throws (a failure, not a skip).
+// The CUDA backend on device 0, or nullptr once the test is reported skipped (see
+// tests/unit/prerequisites.h; with SLUICE_REQUIRE_GPU=1 it fails instead). A device
+// that is present but fails to initialise throws (a failure, not a skip).
 inline std::unique_ptr<Backend> cuda_backend_or_skip(std::string_view what) {
   const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    MESSAGE(what << " skipped: " << why);
+  if (!sluice::testing::has_prerequisite(sluice::testing::Prerequisite::gpu, why.empty(), std::string(what), why))
     return nullptr;
-  }
   return make_backend(resolve_backend("cuda:0"));
 }
 

@@ -336,6 +336,43 @@ TEST_CASE("config: models") {
     CHECK(config.models[0].name == "A");
     CHECK(config.models[0].context_length == 2048);
   }
+  SUBCASE("generation defaults: --generation-config and a model entry's generation") {
+    const Config flags = load({"--model", "a.gguf", "--generation-config", R"({"temperature": 0, "max_tokens": 64})"});
+    CHECK(flags.generation_config.temperature == 0.0);
+    CHECK(flags.generation_config.max_tokens == 64);
+    CHECK_FALSE(flags.generation_config.top_p.has_value());
+    TempFile file(R"({ "generation_config": {"top_k": 40},
+                       "models": [{"path": "a.gguf", "generation": {"top_p": 0.9, "repetition_penalty": 1.1}}] })");
+    const Config c = load({"--config", file.path()});
+    CHECK(c.generation_config.top_k == 40);
+    CHECK(c.models[0].generation.top_p == 0.9);
+    CHECK(c.models[0].generation.repetition_penalty == 1.1);
+    CHECK(contains(error_of({"--model", "a.gguf", "--generation-config", R"({"temprature": 0.5})"}),
+                   "generation_config.temprature: unknown key; did you mean \"temperature\"?"));
+    CHECK(contains(error_of({"--model", "a.gguf", "--generation-config", R"({"temperature": 3})"}),
+                   "generation_config.temperature: must be in [0, 2], got 3"));
+    CHECK(contains(error_of({"--model", "a.gguf", "--generation-config", "temperature=1"}),
+                   "generation_config: is not valid JSON"));
+    TempFile bad(R"({ "models": [{"path": "a.gguf", "generation": {"max_tokens": 0}}] })");
+    CHECK(contains(error_of({"--config", bad.path()}), "models[0].generation.max_tokens: must be"));
+    CHECK(load({"--model", "a.gguf"}).default_max_tokens == 512);
+  }
+  SUBCASE("--context-length fills every model entry that sets none") {
+    const Config flags = load({"--model", "a.gguf", "--model", "b=c.gguf", "--context-length", "512"});
+    CHECK(flags.context_length == 512);
+    REQUIRE(flags.models.size() == 2);
+    CHECK(flags.models[0].context_length == 512);
+    CHECK(flags.models[1].context_length == 512);
+    TempFile file(R"({ "context_length": 1024,
+                       "models": [{"path": "a.gguf", "context_length": 2048}, {"path": "b.gguf"}] })");
+    const Config mixed = load({"--config", file.path()});
+    CHECK(mixed.models[0].context_length == 2048);  // the entry's own wins
+    CHECK(mixed.models[1].context_length == 1024);
+    CHECK(load({"--model", "a.gguf"}).models[0].context_length == 0);
+    CHECK(contains(error_of({"--model", "a.gguf", "--context-length", "-5"}),
+                   "config: context_length: must be an integer"));
+    CHECK(load({"--model", "a.gguf"}, {{"SLUICE_CONTEXT_LENGTH", "300"}}).models[0].context_length == 300);
+  }
   SUBCASE("at least one model") {
     CHECK(error_of({}) ==
           "config: models: at least one model is required (--model PATH, SLUICE_MODEL or "
@@ -390,7 +427,7 @@ TEST_CASE("config: every key reaches its own field") {
     "kv_cache_bytes": 1048576, "block_size": 32, "max_num_seqs": 10,
     "max_num_batched_tokens": 512, "max_waiting": 11, "enable_prefix_caching": false,
     "compute_threads": 3, "request_timeout_s": 12, "max_request_timeout_s": 13,
-    "queue_timeout_s": 14,
+    "queue_timeout_s": 14, "health_step_timeout_s": 15,
     "models": [{"path": "p.gguf"}]
   })");
   Config c = load({"--config", file.path()});
@@ -407,12 +444,15 @@ TEST_CASE("config: every key reaches its own field") {
   CHECK((c.max_num_batched_tokens == 512 && c.max_waiting == 11 && !c.enable_prefix_caching));
   CHECK((c.compute_threads == 3 && c.request_timeout_s == 12 && c.max_request_timeout_s == 13));
   CHECK(c.queue_timeout_s == 14);
+  CHECK(c.health_step_timeout_s == 15);
 }
 
 TEST_CASE("config: engine keys are validated") {
   CHECK(contains(error_of(with_model({"--block-size", "0"})), "config: block_size: must be an integer"));
   CHECK(contains(error_of(with_model({"--max-num-seqs", "x"})), "(from --max-num-seqs)"));
   CHECK(contains(error_of(with_model({"--queue-timeout-s", "0"})), "queue_timeout_s"));
+  CHECK(contains(error_of(with_model({"--health-step-timeout-s", "-1"})), "health_step_timeout_s"));
+  CHECK(load(with_model({"--health-step-timeout-s", "0"})).health_step_timeout_s == 0);
   CHECK(contains(error_of(with_model({"--request-timeout-s", "100", "--max-request-timeout-s", "10"})),
                  "request_timeout_s: must not exceed max_request_timeout_s"));
 }
@@ -420,7 +460,7 @@ TEST_CASE("config: engine keys are validated") {
 TEST_CASE("config: describe and environment warnings") {
   Config config;
   config.api_keys = {"secret-1", "secret-2"};
-  config.models.push_back({"models/a.gguf", "a", "cpu", 0});
+  config.models.push_back({"models/a.gguf", "a", "cpu", 0, "none", {}});
   std::string text = sluice::config::describe(config);
   CHECK(contains(text, "port: 8080\n"));
   CHECK(contains(text, "api_keys: *** (2)"));

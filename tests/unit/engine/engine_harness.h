@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/backend.h"
@@ -100,6 +101,19 @@ inline std::vector<int32_t> make_prompt(uint32_t seed, size_t len, int32_t vocab
     ids.push_back(3 + static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab - 3)));
   }
   return ids;
+}
+
+// Polls until the engine thread has reaped everything (blocks freed).
+inline bool wait_idle(Engine& engine, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    const EngineStats s = engine.stats();
+    if (s.num_running == 0 && s.num_waiting == 0 && s.num_active_requests == 0 && s.num_pending == 0 &&
+        s.kv_cache_usage == 0.0)
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
 }
 
 }  // namespace sluice::engine::testing

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "tests/unit/backends/forwarding_backend.h"
 #include "tests/unit/engine/engine_harness.h"
 
 namespace sluice::engine::testing {
@@ -11,18 +12,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Polls until the engine thread has reaped everything (blocks freed).
-bool wait_idle(Engine& engine, std::chrono::milliseconds timeout = 5s) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    const EngineStats s = engine.stats();
-    if (s.num_running == 0 && s.num_waiting == 0 && s.num_active_requests == 0 && s.num_pending == 0 &&
-        s.kv_cache_usage == 0.0)
-      return true;
-    std::this_thread::sleep_for(2ms);
+// The CPU backend with a floor under each step's time, so deadlines pass mid-run
+// whatever the machine's speed.
+class SlowBackend : public backends::testing::ForwardingBackend {
+ public:
+  SlowBackend() : ForwardingBackend(backends::make_cpu_backend(2)) {}
+  void begin_step(std::span<const backends::SequenceSlice> sequences, int64_t num_rows) override {
+    std::this_thread::sleep_for(5ms);
+    ForwardingBackend::begin_step(sequences, num_rows);
   }
-  return false;
-}
+};
 
 TEST_CASE("greedy output alone == in a batch of 16 == from the prefix cache") {
   LoadedFixture f = load_engine_fixture("llama");
@@ -297,16 +296,23 @@ TEST_CASE("a passed deadline or queue deadline finishes with timeout") {
   CHECK(collect(*submitted.stream)[0].finish.finish_reason() == "timeout");
 
   // A deadline that passes during generation (the default one from the config).
+  // Each step takes at least 5 ms here, so 200 tokens need a second and the 30 ms
+  // deadline always cuts them short.
+  SlowBackend backend;
+  auto slow_model = Model::load(loader::open_weights(std::string(SLUICE_FIXTURES_DIR) +
+                                                     "/models/gemma3/gemma3-f32.gguf"),
+                                backend);
   EngineConfig config = small_config();
   config.default_deadline = 30ms;
-  Engine slow(*f.model, *f.tokenizer, config);
+  Engine slow(*slow_model, *f.tokenizer, config);
   slow.start();
   GenerationRequest g = greedy_request("mid", make_prompt(3, 8), 200);
   submitted = slow.submit(std::move(g));
   REQUIRE(submitted.ok());
   const auto result = collect(*submitted.stream)[0];
-  // Either the deadline cut it, or (a very fast machine) it finished before.
-  CHECK((result.finish.finish_reason() == "timeout" || result.finish.finish_reason() == "length"));
+  CHECK(result.finish.finish_reason() == "timeout");
+  CHECK(result.tokens.size() < 200);
+  CHECK(result.finish.error == "the request deadline passed");
   CHECK(wait_idle(engine));
   CHECK(wait_idle(slow));
 }

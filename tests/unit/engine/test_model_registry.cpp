@@ -13,6 +13,7 @@
 
 #include "backends/backend_factory.h"
 #include "tests/unit/engine/loader/gguf_builder.h"
+#include "tests/unit/prerequisites.h"
 
 namespace sluice::engine {
 namespace {
@@ -241,10 +242,7 @@ TEST_CASE("registry: the committed tiny-llama fixture registers") {
 TEST_CASE("registry: the default SmolLM2 model registers when present") {
   const std::filesystem::path path = std::filesystem::path(SLUICE_FIXTURES_DIR) /
                                      "../../models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("skipped: " << path.string() << " is absent");
-    return;
-  }
+  if (!sluice::testing::has_model_file(path, "registry: the default SmolLM2 model")) return;
   QuietLogs quiet;
   config::ModelConfig config;
   config.path = path.string();

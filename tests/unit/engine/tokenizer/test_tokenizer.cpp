@@ -14,6 +14,7 @@
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/utf8.h"
 #include "tests/unit/engine/loader/gguf_builder.h"
+#include "tests/unit/prerequisites.h"
 
 namespace sluice::tokenizer {
 namespace {
@@ -78,7 +79,7 @@ TEST_CASE("end-of-generation ids include end-of-turn tokens") {
   CHECK(tok.chat_template().find("im_start") != std::string::npos);
 
   const fs::path smol = kModels / "SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (fs::exists(smol)) {
+  if (sluice::testing::has_model_file(smol, "end-of-generation ids of SmolLM2")) {
     const Tokenizer s = Tokenizer::from_gguf(loader::GgufFile::open(smol));
     CHECK(s.vocab_size() == 49152);
     CHECK(s.eos_id() == 2);
@@ -87,7 +88,7 @@ TEST_CASE("end-of-generation ids include end-of-turn tokens") {
     CHECK_FALSE(s.add_bos());
   }
   const fs::path g3 = kModels / "gemma-3-270m-q4_k_m.gguf";
-  if (fs::exists(g3)) {
+  if (sluice::testing::has_model_file(g3, "end-of-generation ids of Gemma 3")) {
     const Tokenizer g = Tokenizer::from_gguf(loader::GgufFile::open(g3));
     CHECK(g.bos_id() == 2);
     CHECK(g.add_bos());
@@ -165,7 +166,7 @@ TEST_CASE("load errors name the file and the key") {
 
 TEST_CASE("encode speed (printed, not asserted)") {
   const fs::path smol = kModels / "SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!fs::exists(smol)) return;
+  if (!sluice::testing::has_model_file(smol, "encode speed")) return;
   const Tokenizer tok = Tokenizer::from_gguf(loader::GgufFile::open(smol));
   std::string text;
   while (text.size() < 1'000'000) {

@@ -13,6 +13,7 @@
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/utf8.h"
+#include "tests/unit/prerequisites.h"
 
 namespace sluice::tokenizer {
 namespace {
@@ -125,19 +126,15 @@ TEST_CASE("tokenizer parity: HF tokenizer.json fixtures") {
 
 TEST_CASE("tokenizer parity: SmolLM2-135M-Instruct GGUF") {
   const fs::path model = kModels / "SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!fs::exists(model)) {
-    MESSAGE("skipped: ", model.string(), " is missing (scripts/fetch-model.sh)");
-    return;
-  }
+  if (!sluice::testing::has_model_file(model, "tokenizer parity: SmolLM2 GGUF", "scripts/fetch-model.sh")) return;
   check_parity(Tokenizer::from_gguf(loader::GgufFile::open(model)), "smollm2");
 }
 
 TEST_CASE("tokenizer parity: Gemma 3 270M GGUF") {
   const fs::path model = kModels / "gemma-3-270m-q4_k_m.gguf";
-  if (!fs::exists(model)) {
-    MESSAGE("skipped: ", model.string(), " is missing (scripts/fetch-model.sh --model gemma3)");
+  if (!sluice::testing::has_model_file(model, "tokenizer parity: Gemma 3 GGUF",
+                                       "scripts/fetch-model.sh --model gemma3"))
     return;
-  }
   check_parity(Tokenizer::from_gguf(loader::GgufFile::open(model)), "gemma3");
 }
 
