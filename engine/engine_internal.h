@@ -15,8 +15,12 @@ struct Engine::ChoiceState {
   ChoiceState(SequencePtr s, const tokenizer::Tokenizer& tokenizer, const GenerationRequest& request)
       : seq(std::move(s)),
         detokenizer(tokenizer, request.skip_special_tokens),
-        stop(request.stop, std::vector<int32_t>(tokenizer.eos_ids().begin(), tokenizer.eos_ids().end()),
-             request.params.ignore_eos) {}
+        stop(StopOptions{.strings = request.stop,
+                         .eos_ids = std::vector<int32_t>(tokenizer.eos_ids().begin(), tokenizer.eos_ids().end()),
+                         .ignore_eos = request.params.ignore_eos,
+                         .token_ids = request.stop_token_ids,
+                         .min_tokens = request.params.min_tokens,
+                         .include_stop_str = request.include_stop_str_in_output}) {}
 
   SequencePtr seq;
   tokenizer::IncrementalDetokenizer detokenizer;

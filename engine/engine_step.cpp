@@ -30,6 +30,12 @@ Engine::ActiveRequest* Engine::find(const SequencePtr& seq) {
 
 void Engine::admit(InboxItem item) {
   GenerationRequest& r = item.request;
+  if (r.params.min_tokens > 0) {
+    // What min_tokens masks: every id that would stop the choice on its own.
+    std::vector<int32_t>& banned = r.params.min_tokens_banned;
+    if (!r.params.ignore_eos) banned.assign(tokenizer_.eos_ids().begin(), tokenizer_.eos_ids().end());
+    banned.insert(banned.end(), r.stop_token_ids.begin(), r.stop_token_ids.end());
+  }
   auto params = std::make_shared<const SamplingParams>(r.params);
   std::vector<SequencePtr> seqs = make_choices(r.request_id, r.prompt_tokens, params, item.arrival, r.priority);
   std::optional<Clock::time_point> deadline = r.deadline;
@@ -190,6 +196,16 @@ void Engine::finish_choice(ActiveRequest& request, ChoiceState& choice, FinishRe
                            std::string matched_stop) {
   if (choice.finished) return;
   choice.finished = true;
+  if (reason == FinishReason::timeout) {
+    // A deadline ends the choice with what it generated: the text held back for a
+    // possible stop string or an unfinished character is released, as at "length".
+    std::string rest = choice.stop.finish(choice.detokenizer.flush()).text;
+    if (!rest.empty()) {
+      choice.pending.index = choice.seq->choice_index();
+      choice.pending.text += rest;
+      choice.has_pending = true;
+    }
+  }
   if (choice.has_pending) {
     choice.has_pending = false;
     if (!request.stream->push_delta(std::move(choice.pending))) {
