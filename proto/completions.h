@@ -13,6 +13,11 @@
 
 namespace sluice::proto {
 
+// Bounds checked before anything is built from the prompts: a body of many small
+// prompts must not turn into prompts x n engine requests first.
+inline constexpr size_t kMaxPrompts = 256;             // entries of "prompt"
+inline constexpr int64_t kMaxChoicesPerRequest = 256;  // prompts x n
+
 // One prompt: text to tokenize, or token ids as given.
 using Prompt = std::variant<std::string, std::vector<int32_t>>;
 
@@ -26,8 +31,8 @@ struct CompletionRequest : GenerationOptions {
 
 using CompletionParse = std::variant<CompletionRequest, ApiError>;
 
-CompletionParse parse_completion_request(std::string_view body);
+CompletionParse parse_completion_request(std::string_view body, const ParseOptions& parse = {});
 // The same, for a body already parsed (a JSON object).
-CompletionParse parse_completion_json(const nlohmann::json& body);
+CompletionParse parse_completion_json(const nlohmann::json& body, const ParseOptions& parse = {});
 
 }  // namespace sluice::proto
