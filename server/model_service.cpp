@@ -31,6 +31,30 @@ engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::
   return out;
 }
 
+// A JSON value as a template sees it (json.loads into Python, as vLLM hands
+// chat_template_kwargs to Jinja).
+chat::Value to_template_value(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::null: return chat::Value::none();
+    case nlohmann::json::value_t::boolean: return chat::Value(v.get<bool>());
+    case nlohmann::json::value_t::number_integer: return chat::Value(v.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned: return chat::Value(static_cast<int64_t>(v.get<uint64_t>()));
+    case nlohmann::json::value_t::number_float: return chat::Value(v.get<double>());
+    case nlohmann::json::value_t::string: return chat::Value(v.get<std::string>());
+    case nlohmann::json::value_t::array: {
+      chat::ValueList list;
+      for (const auto& item : v) list.push_back(to_template_value(item));
+      return chat::Value(std::move(list));
+    }
+    case nlohmann::json::value_t::object: {
+      chat::ValueDict dict;
+      for (const auto& [key, item] : v.items()) dict.set(chat::Value(key), to_template_value(item));
+      return chat::Value(std::move(dict));
+    }
+    default: return chat::Value::none();
+  }
+}
+
 std::optional<std::string> special_text(const tokenizer::Tokenizer& tok, int32_t id) {
   if (id < 0 || id >= tok.vocab_size()) return std::nullopt;
   return tok.token_text(id);
@@ -57,6 +81,9 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
                static_cast<double>(service->backend_->made_weight_bytes()) / (1 << 20));
 
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
+  for (int32_t id = 0; id < tok.vocab_size(); ++id)
+    service->max_piece_bytes_ =
+        std::max({service->max_piece_bytes_, tok.token_to_piece(id).size(), tok.token_text(id).size()});
   service->render_options_.bos_token = special_text(tok, tok.bos_id());
   service->render_options_.eos_token = special_text(tok, tok.eos_id());
   if (!tok.chat_template().empty()) {
@@ -83,8 +110,8 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
 
 ModelService::~ModelService() { stop(); }
 
-std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& messages,
-                                      bool add_generation_prompt) const {
+std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& messages, bool add_generation_prompt,
+                                      const nlohmann::json& template_kwargs) const {
   std::vector<chat::ChatMessage> converted;
   converted.reserve(messages.size());
   for (const auto& message : messages) {
@@ -92,7 +119,14 @@ std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& mes
     if (message.name) out.fields.emplace_back("name", chat::Value(*message.name));
     converted.push_back(std::move(out));
   }
-  return chat_template_->render(converted, add_generation_prompt, render_options_);
+  if (template_kwargs.empty()) return chat_template_->render(converted, add_generation_prompt, render_options_);
+  chat::RenderOptions options = render_options_;
+  for (const auto& [key, value] : template_kwargs.items()) {
+    auto same = [&](const auto& entry) { return entry.first == key; };
+    std::erase_if(options.variables, same);
+    options.variables.emplace_back(key, to_template_value(value));
+  }
+  return chat_template_->render(converted, add_generation_prompt, options);
 }
 
 void ModelService::refresh_metrics() {
