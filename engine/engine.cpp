@@ -168,6 +168,8 @@ std::optional<SubmitResult> Engine::validate(const GenerationRequest& request) c
                       "stop_token_ids");
   if (p.logprobs && (*p.logprobs < 0 || *p.logprobs > config_.max_logprobs))
     return rejected("logprobs must be between 0 and " + std::to_string(config_.max_logprobs), "logprobs");
+  if (p.prompt_logprobs && (*p.prompt_logprobs < 0 || *p.prompt_logprobs > config_.max_logprobs))
+    return rejected("prompt_logprobs must be between 0 and " + std::to_string(config_.max_logprobs), "logprobs");
   if (p.max_tokens && *p.max_tokens < 1) return rejected("max_tokens must be at least 1", "max_tokens");
   if (p.min_tokens < 0 || (p.max_tokens && p.min_tokens > *p.max_tokens))
     return rejected("min_tokens must be between 0 and max_tokens", "min_tokens");

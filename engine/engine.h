@@ -122,6 +122,8 @@ class Engine {
   void run_step(ScheduledStep& step);
   void sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results);
   void sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results);
+  void score_prompts(const ScheduledStep& step, std::span<const float> logits);
+  ChoiceDelta& pending_delta(ActiveRequest& request, ChoiceState& choice);
   void postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
                    Clock::time_point now);
   void finish_choice(ActiveRequest& request, ChoiceState& choice, FinishReason reason, std::string error = {},

@@ -28,6 +28,7 @@ struct Engine::ChoiceState {
   bool finished = false;
   ChoiceDelta pending;  // output of this step, pushed by flush_deltas()
   bool has_pending = false;
+  int64_t num_prompt_scored = 1;  // prompt tokens [1, this) were sent (a recompute sends none again)
   std::optional<Clock::time_point> first_token_time;
   Clock::time_point last_token_time;
 };

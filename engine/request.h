@@ -54,6 +54,9 @@ struct ChoiceDelta {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<TokenLogprobs> logprobs;  // one per token when params.logprobs is set
+  // Choice 0 with params.prompt_logprobs: the next prompt tokens scored, in order,
+  // from prompt token 1 (token 0 has nothing before it); each is sent once.
+  std::vector<TokenLogprobs> prompt_logprobs;
 };
 
 // The end of one choice; the last event of that choice.

@@ -339,6 +339,20 @@ SampleResult Sampler::from_device(const backends::SampledToken& token, const Sam
   return result;
 }
 
+SampleResult Sampler::score(std::span<const float> logits, int32_t token, int32_t num_top) {
+  SLUICE_CHECK(logits.size() == static_cast<size_t>(vocab_size_), "logits size != vocab size");
+  SLUICE_CHECK(token >= 0 && token < vocab_size_, "scored token outside the vocabulary");
+  const std::span<float> work(work_);
+  for (size_t i = 0; i < logits.size(); ++i) work[i] = logits[i] == logits[i] ? logits[i] : kNegInf;
+  float max = 0.0f;
+  const double log_z = log_sum_exp(work, &max);
+  SampleResult result;
+  result.token = token;
+  result.logprob = static_cast<float>(work[static_cast<size_t>(token)] - log_z);
+  if (num_top > 0) top_logprobs(work, num_top, log_z, result.top_logprobs);
+  return result;
+}
+
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
                              std::span<const int32_t> history_prompt,
                              std::span<const int32_t> history_output, Rng& rng) {

@@ -45,6 +45,9 @@ struct SamplingParams {
   std::shared_ptr<const LogitBias> logit_bias;
   std::optional<uint64_t> seed;     // absent: a random stream per sequence
   std::optional<int32_t> logprobs;  // absent: none; N: the chosen token plus the top N alternatives
+  // Absent: none; N: every prompt token after the first is scored (its log-probability
+  // given the tokens before it, plus the top N alternatives), by choice 0 only.
+  std::optional<int32_t> prompt_logprobs;
   bool ignore_eos = false;          // read by the stop checker, not here
   std::optional<int32_t> max_tokens;  // absent: up to the model's context length
   int32_t n = 1;                    // choices per request (one Sequence each)
@@ -115,6 +118,10 @@ class Sampler {
                                    std::vector<backends::LogitAdjust>& adjust);
   // The device's answer in the host's form (top alternatives only when asked for).
   static SampleResult from_device(const backends::SampledToken& token, const SamplingParams& params);
+
+  // `token`'s raw log-probability under `logits` and the top `num_top` alternatives:
+  // how a prompt token is scored. Deterministic; touches no random stream.
+  SampleResult score(std::span<const float> logits, int32_t token, int32_t num_top);
 
   static int32_t argmax(std::span<const float> logits);  // lowest id on ties
   static void log_softmax(std::span<const float> logits, std::span<float> out);

@@ -190,7 +190,9 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
       ++it;
       continue;
     }
-    const CachedPrefix prefix = pool_.find_cached_prefix(seq->tokens());
+    // Cached prompt positions would have no logits to score the prompt with.
+    const CachedPrefix prefix =
+        seq->wants_prompt_logits() ? CachedPrefix{} : pool_.find_cached_prefix(seq->tokens());
     const int64_t n = chunk(*seq, prefix.num_cached_tokens, budget);
     if (!pool_.allocate_slots(*seq, n, &prefix)) break;
     if (!seq->first_scheduled_time()) {

@@ -143,5 +143,58 @@ TEST_CASE("stop_token_ids stop a choice (text cut); min_tokens masks them until 
   for (size_t i = 0; i < 3; ++i) CHECK(late.tokens[i] != first);  // masked, never sampled
 }
 
+// Every prompt entry a stream delivered, in order.
+std::vector<TokenLogprobs> prompt_logprobs_of(RequestStream& stream) {
+  std::vector<TokenLogprobs> out;
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!stream.is_done() && std::chrono::steady_clock::now() < until) {
+    stream.wait(50ms);
+    std::vector<RequestEvent> events;
+    stream.poll(events);
+    for (auto& event : events)
+      if (auto* d = std::get_if<ChoiceDelta>(&event))
+        out.insert(out.end(), d->prompt_logprobs.begin(), d->prompt_logprobs.end());
+  }
+  return out;
+}
+
+TEST_CASE("prompt logprobs score every prompt token after the first, chunked or cached alike") {
+  LoadedFixture f = load_engine_fixture("llama");
+  EngineConfig config = small_config();
+  config.max_num_batched_tokens = 16;  // a 40-token prompt takes three chunks
+  Engine engine(*f.model, *f.tokenizer, config);
+  engine.start();
+  const std::vector<int32_t> head = make_prompt(9, 39);
+
+  // The reference: the distribution after `head`, as sampling sees it.
+  GenerationRequest next = greedy_request("next", head, 1);
+  next.params.logprobs = 3;
+  auto n = engine.submit(std::move(next));
+  REQUIRE(n.ok());
+  const ChoiceResult after_head = collect(*n.stream)[0];
+  REQUIRE(after_head.logprobs.size() == 1);
+  const TokenLogprobs& expected = after_head.logprobs[0];
+
+  std::vector<int32_t> prompt = head;
+  prompt.push_back(expected.token);
+  for (int round = 0; round < 2; ++round) {  // the second finds the prompt in the prefix cache
+    GenerationRequest r = greedy_request("scored-" + std::to_string(round), prompt, 1);
+    r.params.prompt_logprobs = 3;
+    r.params.n = 2;  // choice 1 shares choice 0's prompt; only choice 0 scores it
+    auto submitted = engine.submit(std::move(r));
+    REQUIRE(submitted.ok());
+    const std::vector<TokenLogprobs> scored = prompt_logprobs_of(*submitted.stream);
+    REQUIRE(scored.size() == prompt.size() - 1);
+    for (size_t j = 0; j < scored.size(); ++j) CHECK(scored[j].token == prompt[j + 1]);
+    CHECK(scored.back().logprob == doctest::Approx(expected.logprob).epsilon(1e-5));
+    REQUIRE(scored.back().top.size() == 3);
+    for (size_t k = 0; k < 3; ++k) {
+      CHECK(scored.back().top[k].token == expected.top[k].token);
+      CHECK(scored.back().top[k].logprob == doctest::Approx(expected.top[k].logprob).epsilon(1e-5));
+    }
+    for (const auto& entry : scored) CHECK(entry.logprob <= 0.0f);
+  }
+}
+
 }  // namespace
 }  // namespace sluice::engine::testing
