@@ -1,6 +1,9 @@
 #include "proto/completions.h"
 
+#include <algorithm>
 #include <limits>
+
+#include "engine/request.h"
 
 namespace sluice::proto {
 
@@ -72,7 +75,6 @@ CompletionParse parse_completion_json(const Json& body, const ParseOptions& pars
   if (!body.is_object()) return invalid_request("The request body must be a JSON object.");
   CompletionRequest req;
   req.sampling.max_tokens = kDefaultMaxTokens;
-  std::optional<int64_t> best_of;
   for (const auto& [key, value] : body.items()) {
     bool handled = false;
     if (auto e = apply_generation_field(key, value, req, handled, parse)) return *e;
@@ -84,18 +86,14 @@ CompletionParse parse_completion_json(const Json& body, const ParseOptions& pars
       if (value.is_null()) {
         req.sampling.max_tokens.reset();
       } else {
-        e = fields::read_opt_int32(value, key, 1, std::numeric_limits<int32_t>::max(), req.sampling.max_tokens);
+        e = fields::read_opt_int32(value, key, 0, std::numeric_limits<int32_t>::max(), req.sampling.max_tokens);
       }
     } else if (key == "logprobs") {
       e = fields::read_opt_int32(value, key, 0, kMaxLogprobs, req.sampling.logprobs);
     } else if (key == "echo") {
       e = fields::read_bool(value, key, req.echo);
     } else if (key == "best_of") {
-      if (!value.is_null()) {
-        int64_t b = 0;
-        e = fields::read_int(value, key, 1, 128, b);
-        best_of = b;
-      }
+      e = fields::read_int32(value, key, 1, engine::kMaxChoices, req.best_of);
     } else if (key == "suffix") {
       e = read_suffix(value);
     } else {
@@ -105,7 +103,7 @@ CompletionParse parse_completion_json(const Json& body, const ParseOptions& pars
   }
   if (auto e = check_generation_options(body, req)) return *e;
   if (req.prompts.empty()) return fields::missing_field("prompt");
-  const auto num_choices = static_cast<int64_t>(req.prompts.size()) * req.sampling.n;
+  const auto num_choices = static_cast<int64_t>(req.prompts.size()) * std::max(req.sampling.n, req.best_of);
   if (num_choices > kMaxChoicesPerRequest) {
     return invalid_request("The request asks for " + std::to_string(num_choices) + " choices (" +
                                std::to_string(req.prompts.size()) + " prompts x n = " +
@@ -113,8 +111,16 @@ CompletionParse parse_completion_json(const Json& body, const ParseOptions& pars
                                std::to_string(kMaxChoicesPerRequest) + " are allowed.",
                            "n");
   }
-  if (best_of && *best_of != req.sampling.n) {
-    return invalid_request("'best_of' is not supported unless it equals 'n'.", "best_of");
+  if (req.best_of != 0 && req.best_of < req.sampling.n) {
+    return invalid_request("'best_of' (" + std::to_string(req.best_of) + ") must be at least 'n' (" +
+                               std::to_string(req.sampling.n) + ").",
+                           "best_of");
+  }
+  if (req.best_of > req.sampling.n && req.stream) {
+    return invalid_request("'best_of' greater than 'n' cannot be streamed.", "best_of");
+  }
+  if (req.sampling.max_tokens == 0 && !req.echo) {
+    return invalid_request("'max_tokens' may be 0 only with 'echo' (to score the prompt).", "max_tokens");
   }
   return req;
 }

@@ -25,8 +25,13 @@ struct CompletionRequest : GenerationOptions {
   // "prompt": string | [string] | [id] | [[id]]; one entry per prompt, none empty.
   std::vector<Prompt> prompts;
   bool echo = false;  // prepend the prompt to the returned text
-  // sampling.max_tokens: 16 when absent (OpenAI), empty (up to the context) when null.
-  // sampling.logprobs: "logprobs" 0..20, the number of alternatives per token.
+  // best_of >= n: generate best_of choices per prompt and return the n of highest
+  // cumulative log-probability (OpenAI). 0: not asked (as n). Never with stream.
+  int32_t best_of = 0;
+  // sampling.max_tokens: 16 when absent (OpenAI), empty (up to the context) when null;
+  // 0 only with echo (score the prompt, generate nothing).
+  // sampling.logprobs: "logprobs" 0..20, the number of alternatives per token; with
+  // echo, the prompt's tokens get them too.
 };
 
 using CompletionParse = std::variant<CompletionRequest, ApiError>;

@@ -32,6 +32,9 @@ struct Part {
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;
   std::string echo;  // completions with echo: the prompt text
+  // echo with logprobs: the prompt's scored tokens, the first one (nothing before
+  // it: logprob null) included.
+  std::vector<proto::TokenLogprob> prompt_logprobs;
 };
 
 // What one response choice has gathered so far.
@@ -40,6 +43,7 @@ struct Tally {
   std::vector<proto::TokenLogprob> logprobs;
   int64_t num_chars_sent = 0;  // streaming: characters already sent (text_offset)
   int64_t num_tokens = 0;
+  double cumulative_logprob = 0.0;  // best_of: the rank of the choice
   std::optional<std::string> finish_reason;
   std::string error;
 };
@@ -53,12 +57,17 @@ struct Job {
   bool want_logprobs = false;
   bool include_usage = false;
   bool continuous_usage = false;  // vLLM stream_options.continuous_usage_stats
+  // Completions only. best_of > n: the engine generates best_of choices per prompt,
+  // the answer has the n of highest cumulative log-probability.
+  int32_t num_returned = 0;  // n, choices per prompt in the answer
+  bool score_only = false;   // max_tokens 0 with echo: the one token generated is not shown
 };
 
 // One prompt, ready for the engine.
 struct PreparedPrompt {
   std::vector<int32_t> tokens;
-  std::string echo;  // completions with echo: the prompt text
+  std::string echo;         // completions with echo: the prompt text
+  int32_t first_token = 0;  // tokens[0], kept for echoed logprobs
 };
 
 void set_error(Response& response, const proto::ApiError& error) {
@@ -125,6 +134,7 @@ std::optional<proto::ApiError> submit(Job& job, const proto::GenerationOptions& 
   for (size_t i = 0; i < prompts.size(); ++i) {
     engine::GenerationRequest request;
     request.request_id = job.header.id + "-" + std::to_string(i);
+    prompts[i].first_token = prompts[i].tokens.empty() ? 0 : prompts[i].tokens.front();
     request.prompt_tokens = std::move(prompts[i].tokens);
     request.params = options.sampling;  // logit_bias is shared, not copied
     request.stop = options.stop;
@@ -144,7 +154,10 @@ std::optional<proto::ApiError> submit(Job& job, const proto::GenerationOptions& 
   if (!result.ok()) return submit_error(result);
   for (size_t i = 0; i < streams.size(); ++i) {
     job.parts.push_back(Part{std::move(streams[i]), static_cast<int32_t>(i) * n, num_prompt_tokens[i], 0,
-                             std::move(prompts[i].echo)});
+                             std::move(prompts[i].echo), {}});
+    if (options.sampling.prompt_logprobs)
+      job.parts.back().prompt_logprobs.push_back({job.model->tokenizer().token_to_piece(prompts[i].first_token),
+                                                  std::nullopt, {}});
   }
   job.choices.resize(job.parts.size() * static_cast<size_t>(n));
   return std::nullopt;
@@ -163,6 +176,12 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
   if (auto* delta = std::get_if<engine::ChoiceDelta>(&event)) {
     const int32_t index = part.first_index + delta->index;
     Tally& tally = job.choices.at(static_cast<size_t>(index));
+    if (!delta->prompt_logprobs.empty()) {
+      auto scored = to_wire(tok, delta->prompt_logprobs);
+      part.prompt_logprobs.insert(part.prompt_logprobs.end(), scored.begin(), scored.end());
+    }
+    if (job.score_only) return out;  // the token generated only to finish the request
+    for (const auto& entry : delta->logprobs) tally.cumulative_logprob += entry.logprob;
     tally.text += delta->text;
     tally.num_tokens += static_cast<int64_t>(delta->token_ids.size());
     std::vector<proto::TokenLogprob> logprobs;
@@ -187,8 +206,8 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
   auto& finish = std::get<engine::ChoiceFinish>(event);
   const int32_t index = part.first_index + finish.index;
   Tally& tally = job.choices.at(static_cast<size_t>(index));
-  tally.num_tokens = finish.num_completion_tokens;
-  tally.finish_reason = std::string(finish.finish_reason());
+  tally.num_tokens = job.score_only ? 0 : finish.num_completion_tokens;
+  tally.finish_reason = std::string(job.score_only ? "length" : finish.finish_reason());
   tally.error = finish.error;
   part.num_cached_tokens = std::max(part.num_cached_tokens, finish.num_cached_tokens);
   // A failed choice ends the whole response with an error instead. A deadline is
@@ -257,13 +276,30 @@ asio::awaitable<void> answer_whole(Exchange& ex, Job& job, StreamWatch& watch) {
   nlohmann::ordered_json body;
   if (job.api == Api::completions) {
     std::vector<proto::CompletionChoice> choices;
-    for (size_t i = 0; i < job.choices.size(); ++i) {
-      Tally& tally = job.choices[i];
-      const Part& part = job.parts[i / static_cast<size_t>(job.parts.front().stream->num_choices())];
-      proto::CompletionChoice choice{static_cast<int32_t>(i), part.echo + tally.text, std::nullopt, 0,
-                                     tally.finish_reason};
-      if (job.want_logprobs) choice.logprobs = std::move(tally.logprobs);
-      choices.push_back(std::move(choice));
+    const auto generated = static_cast<size_t>(job.parts.front().stream->num_choices());
+    const auto returned = static_cast<size_t>(job.num_returned);
+    for (size_t p = 0; p < job.parts.size(); ++p) {
+      Part& part = job.parts[p];
+      std::vector<size_t> ranked(generated);
+      for (size_t k = 0; k < generated; ++k) ranked[k] = p * generated + k;
+      // best_of: the n of highest cumulative log-probability, best first.
+      if (returned < generated) {
+        std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+          return job.choices[a].cumulative_logprob > job.choices[b].cumulative_logprob;
+        });
+        ranked.resize(returned);
+      }
+      for (size_t k = 0; k < ranked.size(); ++k) {
+        Tally& tally = job.choices[ranked[k]];
+        proto::CompletionChoice choice{static_cast<int32_t>(p * returned + k), part.echo + tally.text, std::nullopt, 0,
+                                       tally.finish_reason};
+        if (job.want_logprobs) {
+          std::vector<proto::TokenLogprob> logprobs = part.prompt_logprobs;
+          logprobs.insert(logprobs.end(), tally.logprobs.begin(), tally.logprobs.end());
+          choice.logprobs = std::move(logprobs);
+        }
+        choices.push_back(std::move(choice));
+      }
     }
     body = proto::completion_object(job.header, choices, usage_of(job));
   } else {
@@ -412,11 +448,25 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
     set_error(ex.response, *error);
     co_return;
   }
-  if (request.echo && request.sampling.logprobs) {
-    set_error(ex.response, proto::invalid_request("'echo' together with 'logprobs' is not supported.", "echo"));
-    co_return;
-  }
   Job job;
+  job.num_returned = request.sampling.n;
+  job.want_logprobs = request.sampling.logprobs.has_value();
+  if (request.echo && request.sampling.logprobs) {
+    if (request.stream) {
+      set_error(ex.response,
+                proto::invalid_request("'echo' with 'logprobs' is not supported with 'stream'.", "stream"));
+      co_return;
+    }
+    request.sampling.prompt_logprobs = request.sampling.logprobs;  // score the echoed prompt too
+  }
+  if (request.sampling.max_tokens == 0) {  // echo only (checked by the parser): score the prompt
+    job.score_only = true;
+    request.sampling.max_tokens = 1;  // the engine generates at least one token; it is not shown
+  }
+  if (request.best_of > request.sampling.n) {
+    request.sampling.n = request.best_of;
+    if (!request.sampling.logprobs) request.sampling.logprobs = 0;  // the ranking needs each token's logprob
+  }
   job.model = find_model(ex, services, request.model);
   if (!job.model) co_return;
   const tokenizer::Tokenizer& tok = job.model->tokenizer();
@@ -440,7 +490,6 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
   }
   job.api = Api::completions;
   job.header = {proto::new_completion_id(), proto::unix_now(), request.model};
-  job.want_logprobs = request.sampling.logprobs.has_value();
   job.include_usage = request.include_usage;
   job.continuous_usage = request.continuous_usage_stats;
   co_await generate(ex, job, request, std::move(prompts), config);
@@ -490,6 +539,7 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
   job.want_logprobs = request.sampling.logprobs.has_value();
   job.include_usage = request.include_usage;
   job.continuous_usage = request.continuous_usage_stats;
+  job.num_returned = request.sampling.n;
   co_await generate(ex, job, request, std::move(prompts), config);
 }
 

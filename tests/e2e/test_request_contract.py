@@ -247,3 +247,48 @@ def test_a_deadline_that_passes_in_the_queue_is_one_non_retried_error(tiny):
     assert raised.value.code == "timeout"
     time.sleep(0.2)
     assert count_log(tiny, pattern) == before + 1
+
+
+# ---- log-probabilities: echoed prompts, logprobs 0, best_of -----------------------
+
+
+def test_echo_with_logprobs_scores_the_prompt(tiny):
+    prompt = [5, 6, 7, 8, 9, 10]
+    body = greedy(prompt, max_tokens=0, echo=True, logprobs=2)
+    scored = post_json(tiny, "/v1/completions", body)
+    choice = scored["choices"][0]
+    lp = choice["logprobs"]
+    assert len(lp["tokens"]) == len(prompt)  # max_tokens 0: the prompt only
+    assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+    assert all(isinstance(x, float) and x <= 0 for x in lp["token_logprobs"][1:])
+    assert all(token in top for token, top in zip(lp["tokens"][1:], lp["top_logprobs"][1:]))
+    assert scored["usage"]["completion_tokens"] == 0
+    assert choice["finish_reason"] == "length"
+
+    # Generating too: the prompt's entries come first, the same as above.
+    more = post_json(tiny, "/v1/completions", greedy(prompt, max_tokens=3, echo=True, logprobs=2, ignore_eos=True))
+    more_lp = more["choices"][0]["logprobs"]
+    assert len(more_lp["tokens"]) == len(prompt) + 3
+    assert more_lp["token_logprobs"][:len(prompt)] == lp["token_logprobs"]
+    assert more["choices"][0]["text"].startswith(choice["text"])
+
+
+def test_logprobs_zero_shows_the_chosen_token(tiny):
+    body = post_json(tiny, "/v1/completions", greedy("x", max_tokens=3, logprobs=0, ignore_eos=True))
+    lp = body["choices"][0]["logprobs"]
+    for token, logprob, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+        assert top == {token: logprob}
+
+
+def test_best_of_returns_the_most_likely_choices(tiny):
+    common = {"model": "tiny", "prompt": "x", "max_tokens": 6, "temperature": 1.0, "seed": 11, "ignore_eos": True}
+    every = post_json(tiny, "/v1/completions", {**common, "n": 4, "logprobs": 0})["choices"]
+    sums = [sum(c["logprobs"]["token_logprobs"]) for c in every]
+    best = post_json(tiny, "/v1/completions", {**common, "n": 1, "best_of": 4})
+    assert len(best["choices"]) == 1
+    assert best["choices"][0]["text"] == every[sums.index(max(sums))]["text"]
+    assert best["choices"][0]["logprobs"] is None
+    assert best["usage"]["completion_tokens"] == 4 * 6  # all generated choices count
+    status, _, raw = post(tiny, "/v1/completions", {**common, "n": 1, "best_of": 2, "stream": True})
+    assert status == 400
+    assert_openai_error(raw, param="best_of")

@@ -273,13 +273,25 @@ TEST_CASE("completions: stream_options only with stream") {
   CHECK(err_param({{"stream", true}, {"stream_options", true}}) == "stream_options");
 }
 
-TEST_CASE("completions: best_of only when it equals n") {
+TEST_CASE("completions: best_of at least n, at most 16, never streamed when above n") {
   CHECK(ok({{"best_of", 1}}).sampling.n == 1);
-  CHECK(ok({{"best_of", 3}, {"n", 3}}).sampling.n == 3);
-  CHECK(ok({{"best_of", nullptr}, {"n", 2}}).sampling.n == 2);
-  CHECK(err_param({{"best_of", 2}}) == "best_of");
+  CHECK(ok({{"best_of", 3}, {"n", 3}}).best_of == 3);
+  CHECK(ok({{"best_of", nullptr}, {"n", 2}}).best_of == 0);
+  CHECK(ok({{"best_of", 4}, {"n", 2}}).best_of == 4);
+  CHECK(ok({{"best_of", 2}, {"n", 2}, {"stream", true}}).best_of == 2);
   CHECK(err_param({{"best_of", 2}, {"n", 3}}) == "best_of");
+  CHECK(err_param({{"best_of", 17}}) == "best_of");
+  CHECK(err_param({{"best_of", 3}, {"stream", true}}) == "best_of");
   CHECK(err_param({{"best_of", "2"}}) == "best_of");
+  // prompts x best_of is what the engine generates, so that is what is capped.
+  Json prompts = Json::array();
+  for (int i = 0; i < 17; ++i) prompts.push_back("p");
+  CHECK(err_param({{"prompt", prompts}, {"best_of", 16}}) == "n");
+}
+
+TEST_CASE("completions: max_tokens 0 only with echo") {
+  CHECK(ok({{"max_tokens", 0}, {"echo", true}}).sampling.max_tokens == 0);
+  CHECK(err_param({{"max_tokens", 0}}) == "max_tokens");
 }
 
 TEST_CASE("completions: suffix only when empty") {
