@@ -35,6 +35,7 @@ struct Part {
   // echo with logprobs: the prompt's scored tokens, the first one (nothing before
   // it: logprob null) included.
   std::vector<proto::TokenLogprob> prompt_logprobs;
+  bool echo_sent = false;  // streaming: its echo chunks are out
 };
 
 // What one response choice has gathered so far.
@@ -154,7 +155,7 @@ std::optional<proto::ApiError> submit(Job& job, const proto::GenerationOptions& 
   if (!result.ok()) return submit_error(result);
   for (size_t i = 0; i < streams.size(); ++i) {
     job.parts.push_back(Part{std::move(streams[i]), static_cast<int32_t>(i) * n, num_prompt_tokens[i], 0,
-                             std::move(prompts[i].echo), {}});
+                             std::move(prompts[i].echo), {}, false});
     if (options.sampling.prompt_logprobs)
       job.parts.back().prompt_logprobs.push_back({job.model->tokenizer().token_to_piece(prompts[i].first_token),
                                                   std::nullopt, {}});
@@ -169,6 +170,25 @@ std::string chunk_event(const Job& job, nlohmann::ordered_json chunk) {
   return proto::sse_event(chunk);
 }
 
+// Streamed echo: one chunk per choice of the part with the prompt text. With
+// logprobs it waits until the engine has scored the whole prompt, so that the
+// prompt's entries ride along; before any of the choices' own chunks either way.
+std::string echo_chunks(Job& job, Part& part) {
+  if (part.echo_sent || part.echo.empty()) return {};
+  const bool scoring = !part.prompt_logprobs.empty();
+  if (scoring && static_cast<int64_t>(part.prompt_logprobs.size()) < part.num_prompt_tokens) return {};
+  part.echo_sent = true;
+  std::string out;
+  for (int32_t k = 0; k < part.stream->num_choices(); ++k) {
+    const int32_t index = part.first_index + k;
+    proto::CompletionChoice choice{index, part.echo, std::nullopt, 0, std::nullopt};
+    if (job.want_logprobs) choice.logprobs = part.prompt_logprobs;
+    out += chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
+    job.choices[static_cast<size_t>(index)].num_chars_sent = proto::num_chars(part.echo);
+  }
+  return out;
+}
+
 // Applies one event to its tally; returns the SSE text it contributes when streaming.
 std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool streaming) {
   const tokenizer::Tokenizer& tok = job.model->tokenizer();
@@ -179,6 +199,7 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
     if (!delta->prompt_logprobs.empty()) {
       auto scored = to_wire(tok, delta->prompt_logprobs);
       part.prompt_logprobs.insert(part.prompt_logprobs.end(), scored.begin(), scored.end());
+      if (streaming) out += echo_chunks(job, part);  // once the whole prompt is scored
     }
     if (job.score_only) return out;  // the token generated only to finish the request
     for (const auto& entry : delta->logprobs) tally.cumulative_logprob += entry.logprob;
@@ -194,9 +215,9 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
     if (job.api == Api::completions) {
       proto::CompletionChoice choice{index, delta->text, std::nullopt, tally.num_chars_sent, std::nullopt};
       if (job.want_logprobs) choice.logprobs = std::move(logprobs);
-      out = chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
+      out += chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
     } else {
-      out = chunk_event(job, proto::chat_content_chunk(job.header, index, delta->text,
+      out += chunk_event(job, proto::chat_content_chunk(job.header, index, delta->text,
                                                        job.want_logprobs ? &logprobs : nullptr,
                                                        job.include_usage));
     }
@@ -216,9 +237,9 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
   if (job.api == Api::completions) {
     proto::CompletionChoice choice{index, "", std::nullopt, tally.num_chars_sent, tally.finish_reason};
     if (job.want_logprobs) choice.logprobs = std::vector<proto::TokenLogprob>{};
-    out = chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
+    out += chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
   } else {
-    out = chunk_event(job, proto::chat_finish_chunk(job.header, index, *tally.finish_reason, job.include_usage));
+    out += chunk_event(job, proto::chat_finish_chunk(job.header, index, *tally.finish_reason, job.include_usage));
   }
   return out;
 }
@@ -326,11 +347,8 @@ asio::awaitable<void> answer_stream(Exchange& ex, Job& job, StreamWatch& watch) 
       opening += chunk_event(job, proto::chat_role_chunk(job.header, index, job.include_usage));
       continue;
     }
-    const Part& part = job.parts[i / static_cast<size_t>(job.parts.front().stream->num_choices())];
-    if (part.echo.empty()) continue;
-    proto::CompletionChoice choice{index, part.echo, std::nullopt, 0, std::nullopt};
-    opening += chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
-    job.choices[i].num_chars_sent = proto::num_chars(part.echo);
+    Part& part = job.parts[i / static_cast<size_t>(job.parts.front().stream->num_choices())];
+    opening += echo_chunks(job, part);
   }
   bool ok = co_await writer.begin();
   if (ok) ok = co_await writer.send(opening);
@@ -452,11 +470,6 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
   job.num_returned = request.sampling.n;
   job.want_logprobs = request.sampling.logprobs.has_value();
   if (request.echo && request.sampling.logprobs) {
-    if (request.stream) {
-      set_error(ex.response,
-                proto::invalid_request("'echo' with 'logprobs' is not supported with 'stream'.", "stream"));
-      co_return;
-    }
     request.sampling.prompt_logprobs = request.sampling.logprobs;  // score the echoed prompt too
   }
   if (request.sampling.max_tokens == 0) {  // echo only (checked by the parser): score the prompt

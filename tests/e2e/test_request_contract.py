@@ -292,3 +292,19 @@ def test_best_of_returns_the_most_likely_choices(tiny):
     status, _, raw = post(tiny, "/v1/completions", {**common, "n": 1, "best_of": 2, "stream": True})
     assert status == 400
     assert_openai_error(raw, param="best_of")
+
+
+def test_streamed_echo_with_logprobs_sends_the_scored_prompt_first(tiny):
+    prompt = [5, 6, 7, 8, 9, 10]
+    whole = post_json(tiny, "/v1/completions", greedy(prompt, max_tokens=3, echo=True, logprobs=1, ignore_eos=True))
+    status, _, raw = post(tiny, "/v1/completions",
+                          greedy(prompt, max_tokens=3, echo=True, logprobs=1, ignore_eos=True, stream=True))
+    assert status == 200
+    events = [e[len("data: "):] for e in raw.decode().split("\n\n") if e]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e)["choices"][0] for e in events[:-1]]
+    first = chunks[0]["logprobs"]
+    assert len(first["tokens"]) == len(prompt) and first["token_logprobs"][0] is None
+    assert "".join(c["text"] for c in chunks) == whole["choices"][0]["text"]
+    streamed = [x for c in chunks if c["logprobs"] for x in c["logprobs"]["token_logprobs"]]
+    assert streamed == whole["choices"][0]["logprobs"]["token_logprobs"]
