@@ -10,6 +10,7 @@
 #include "backends/backend_factory.h"
 #include "engine/loader/quantize.h"
 #include "engine/loader/weight_source.h"
+#include "proto/template_kwargs.h"
 
 namespace sluice::server {
 namespace {
@@ -29,30 +30,6 @@ engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::
   out.default_deadline =
       std::chrono::milliseconds(static_cast<int64_t>(config.request_timeout_s * 1000.0));
   return out;
-}
-
-// A JSON value as a template sees it (json.loads into Python, as vLLM hands
-// chat_template_kwargs to Jinja).
-chat::Value to_template_value(const nlohmann::json& v) {
-  switch (v.type()) {
-    case nlohmann::json::value_t::null: return chat::Value::none();
-    case nlohmann::json::value_t::boolean: return chat::Value(v.get<bool>());
-    case nlohmann::json::value_t::number_integer: return chat::Value(v.get<int64_t>());
-    case nlohmann::json::value_t::number_unsigned: return chat::Value(static_cast<int64_t>(v.get<uint64_t>()));
-    case nlohmann::json::value_t::number_float: return chat::Value(v.get<double>());
-    case nlohmann::json::value_t::string: return chat::Value(v.get<std::string>());
-    case nlohmann::json::value_t::array: {
-      chat::ValueList list;
-      for (const auto& item : v) list.push_back(to_template_value(item));
-      return chat::Value(std::move(list));
-    }
-    case nlohmann::json::value_t::object: {
-      chat::ValueDict dict;
-      for (const auto& [key, item] : v.items()) dict.set(chat::Value(key), to_template_value(item));
-      return chat::Value(std::move(dict));
-    }
-    default: return chat::Value::none();
-  }
 }
 
 std::optional<std::string> special_text(const tokenizer::Tokenizer& tok, int32_t id) {
@@ -121,11 +98,7 @@ std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& mes
   }
   if (template_kwargs.empty()) return chat_template_->render(converted, add_generation_prompt, render_options_);
   chat::RenderOptions options = render_options_;
-  for (const auto& [key, value] : template_kwargs.items()) {
-    auto same = [&](const auto& entry) { return entry.first == key; };
-    std::erase_if(options.variables, same);
-    options.variables.emplace_back(key, to_template_value(value));
-  }
+  proto::add_template_variables(template_kwargs, options);
   return chat_template_->render(converted, add_generation_prompt, options);
 }
 
