@@ -42,6 +42,8 @@ struct Config {
   double idle_timeout_s = 60;    // keep-alive connection with no request in progress
   double write_timeout_s = 60;   // to hand one response to a slow reader
   double shutdown_grace_s = 30;  // SIGTERM: in-flight requests get this long to finish
+  bool strict_request_fields = false;  // unknown body fields: 400 instead of ignored
+  bool allow_priority = false;         // honour "priority"; off: any client could jump the queue
 
   // Access control
   std::vector<std::string> api_keys;      // empty: no authentication

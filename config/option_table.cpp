@@ -254,6 +254,10 @@ std::vector<OptionSpec> build_table() {
                                  "To hand one response to a slow reader"));
   table.push_back(seconds_option("shutdown_grace_s", &Config::shutdown_grace_s, 0, false, requests,
                                  "On SIGTERM, in-flight requests get this long to finish"));
+  table.push_back(bool_option("strict_request_fields", &Config::strict_request_fields, requests,
+                              "Refuse unknown request body fields with 400 (default: ignore them)"));
+  table.push_back(bool_option("allow_priority", &Config::allow_priority, requests,
+                              "Honour the \"priority\" field (-1000..1000, lower first); off: it is ignored"));
   table.push_back(list_option("api_keys", &Config::api_keys, check_api_key, true, "KEY,...", access,
                               "Accepted bearer API keys (none: no authentication)"));
   table.push_back(list_option("cors_origins", &Config::cors_origins, check_origin, false,

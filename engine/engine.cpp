@@ -17,7 +17,8 @@ int64_t now_ns() {
 }
 
 SubmitResult rejected(std::string message, std::string param) {
-  return {.status = SubmitStatus::rejected, .stream = nullptr, .message = std::move(message), .param = std::move(param)};
+  return {.status = SubmitStatus::rejected, .stream = nullptr, .message = std::move(message), .param = std::move(param),
+          .code = {}};
 }
 
 }  // namespace
@@ -154,31 +155,61 @@ void Engine::stop() {
 std::optional<SubmitResult> Engine::validate(const GenerationRequest& request) const {
   const SamplingParams& p = request.params;
   const auto num_prompt = static_cast<int64_t>(request.prompt_tokens.size());
+  const std::string& prompt_param = request.prompt_param;
   if (request.request_id.empty()) return rejected("the request needs an id", "request_id");
-  if (num_prompt == 0) return rejected("the prompt is empty", "prompt");
+  if (num_prompt == 0) return rejected("the prompt is empty", prompt_param);
   const int64_t vocab = model_.hparams().vocab_size;
+  const auto outside = [&](int32_t id) { return id < 0 || id >= vocab; };
   for (int32_t id : request.prompt_tokens)
-    if (id < 0 || id >= vocab)
+    if (outside(id))
       return rejected("token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(vocab) + ")",
-                      "prompt");
+                      prompt_param);
   if (p.n < 1 || p.n > config_.max_n)
     return rejected("n must be between 1 and " + std::to_string(config_.max_n), "n");
   if (request.stop.size() > kMaxStopStrings)
     return rejected("at most " + std::to_string(kMaxStopStrings) + " stop sequences are allowed", "stop");
+  if (p.logit_bias) {
+    if (p.logit_bias->size() > kMaxLogitBias)
+      return rejected("logit_bias may hold at most " + std::to_string(kMaxLogitBias) + " entries", "logit_bias");
+    for (const auto& [id, bias] : *p.logit_bias)
+      if (outside(id))
+        return rejected("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary (0 to " +
+                            std::to_string(vocab - 1) + ")",
+                        "logit_bias");
+  }
+  if (request.stop_token_ids.size() > kMaxStopTokenIds)
+    return rejected("at most " + std::to_string(kMaxStopTokenIds) + " stop_token_ids are allowed", "stop_token_ids");
+  for (int32_t id : request.stop_token_ids)
+    if (outside(id))
+      return rejected("stop_token_ids names token id " + std::to_string(id) + ", outside the vocabulary (0 to " +
+                          std::to_string(vocab - 1) + ")",
+                      "stop_token_ids");
   if (p.logprobs && (*p.logprobs < 0 || *p.logprobs > config_.max_logprobs))
     return rejected("logprobs must be between 0 and " + std::to_string(config_.max_logprobs), "logprobs");
+  if (p.prompt_logprobs && (*p.prompt_logprobs < 0 || *p.prompt_logprobs > config_.max_logprobs))
+    return rejected("prompt_logprobs must be between 0 and " + std::to_string(config_.max_logprobs), "logprobs");
   if (p.max_tokens && *p.max_tokens < 1) return rejected("max_tokens must be at least 1", "max_tokens");
-  if (p.max_tokens && num_prompt + *p.max_tokens > max_model_len_)
-    return rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
-                        " tokens. However, you requested " + std::to_string(num_prompt + *p.max_tokens) +
-                        " tokens (" + std::to_string(num_prompt) + " in the messages, " +
-                        std::to_string(*p.max_tokens) + " in the completion). Please reduce the length of the "
-                        "messages or completion.",
-                    "max_tokens");
-  if (num_prompt >= max_model_len_)
-    return rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
-                        " tokens. However, your prompt has " + std::to_string(num_prompt) + " tokens.",
-                    "prompt");
+  if (p.min_tokens < 0 || (p.max_tokens && p.min_tokens > *p.max_tokens))
+    return rejected("min_tokens must be between 0 and max_tokens", "min_tokens");
+  const std::string what = prompt_param == "messages" ? "messages" : "prompt";
+  if (num_prompt >= max_model_len_) {
+    SubmitResult r = rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
+                                  " tokens. However, your " + what + " has " + std::to_string(num_prompt) +
+                                  " tokens. Please reduce the length of the " + what + ".",
+                              prompt_param);
+    r.code = "context_length_exceeded";
+    return r;
+  }
+  if (p.max_tokens && num_prompt + *p.max_tokens > max_model_len_) {
+    SubmitResult r = rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
+                                  " tokens. However, you requested " + std::to_string(num_prompt + *p.max_tokens) +
+                                  " tokens (" + std::to_string(num_prompt) + " in the " + what + ", " +
+                                  std::to_string(*p.max_tokens) + " in the completion). Please reduce the length of "
+                                  "the " + what + " or completion.",
+                              "max_tokens");
+    r.code = "context_length_exceeded";
+    return r;
+  }
   const int64_t num_output = p.max_tokens ? *p.max_tokens : max_model_len_ - num_prompt;
   const int64_t num_kv_tokens = num_prompt + num_output - 1;  // the last token never enters the cache
   const int64_t num_blocks = (num_kv_tokens + config_.block_size - 1) / config_.block_size;
@@ -191,37 +222,65 @@ std::optional<SubmitResult> Engine::validate(const GenerationRequest& request) c
 }
 
 SubmitResult Engine::submit(GenerationRequest request) {
-  if (auto error = validate(request)) {
-    std::lock_guard lock(inbox_mutex_);
-    ++num_rejected_;
-    return *error;
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  SubmitResult result = submit_all(std::move(one), streams);
+  if (result.ok()) result.stream = std::move(streams.front());
+  return result;
+}
+
+SubmitResult Engine::submit_all(std::vector<GenerationRequest> requests,
+                                std::vector<std::shared_ptr<RequestStream>>& streams) {
+  streams.clear();
+  int32_t num_choices = 0;
+  for (const GenerationRequest& request : requests) {
+    if (auto error = validate(request)) {
+      std::lock_guard lock(inbox_mutex_);
+      ++num_rejected_;
+      return *error;
+    }
+    num_choices += request.params.n;
   }
-  const int32_t n = request.params.n;
-  const size_t capacity = request.stream_capacity > 0 ? request.stream_capacity : config_.stream_capacity;
-  auto stream = std::make_shared<RequestStream>(request.request_id, n, capacity);
+  for (const GenerationRequest& request : requests) {
+    const size_t capacity = request.stream_capacity > 0 ? request.stream_capacity : config_.stream_capacity;
+    streams.push_back(std::make_shared<RequestStream>(request.request_id, request.params.n, capacity));
+  }
   {
     std::lock_guard lock(inbox_mutex_);
-    if (stopping_)
+    if (stopping_) {
+      streams.clear();
       return {SubmitStatus::shutting_down, nullptr,
-              dead_reason_.empty() ? "the server is shutting down" : dead_reason_, ""};
-    if (in_flight_ids_.contains(request.request_id)) {
-      ++num_rejected_;
-      return rejected("a request with id '" + request.request_id + "' is already in flight", "request_id");
+              dead_reason_.empty() ? "the server is shutting down" : dead_reason_, "", ""};
     }
-    if (num_choices_waiting_ + num_inbox_choices_ + n > config_.max_waiting) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const std::string& id = requests[i].request_id;
+      bool repeated = in_flight_ids_.contains(id);
+      for (size_t j = 0; j < i && !repeated; ++j) repeated = requests[j].request_id == id;
+      if (repeated) {
+        ++num_rejected_;
+        streams.clear();
+        return rejected("a request with id '" + id + "' is already in flight", "request_id");
+      }
+    }
+    if (num_choices_waiting_ + num_inbox_choices_ + num_choices > config_.max_waiting) {
       ++num_queue_full_;
+      streams.clear();
       return {SubmitStatus::queue_full, nullptr,
               "the request queue is full (" + std::to_string(num_choices_waiting_ + num_inbox_choices_) +
                   " waiting); retry later",
-              ""};
+              "", ""};
     }
-    ++num_submitted_;
-    num_inbox_choices_ += n;
-    in_flight_ids_.insert(request.request_id);
-    inbox_.push_back(InboxItem{.request = std::move(request), .stream = stream, .arrival = Clock::now()});
+    const Clock::time_point arrival = Clock::now();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      ++num_submitted_;
+      in_flight_ids_.insert(requests[i].request_id);
+      inbox_.push_back(InboxItem{.request = std::move(requests[i]), .stream = streams[i], .arrival = arrival});
+    }
+    num_inbox_choices_ += num_choices;
   }
   inbox_cv_.notify_one();
-  return {SubmitStatus::accepted, std::move(stream), "", ""};
+  return {SubmitStatus::accepted, nullptr, "", "", ""};
 }
 
 bool Engine::abort(std::string_view request_id) {

@@ -57,7 +57,7 @@ struct EngineConfig {
   backends::DType kv_dtype = backends::DType::F16;
   std::optional<std::chrono::milliseconds> default_deadline;  // for requests that set none
   size_t stream_capacity = 4096;           // deltas a stream buffers before the request is aborted
-  int32_t max_n = 16;                      // choices per request
+  int32_t max_n = kMaxChoices;             // choices per request
   int32_t max_logprobs = 20;
 };
 
@@ -68,6 +68,7 @@ struct SubmitResult {
   std::shared_ptr<RequestStream> stream;  // accepted only
   std::string message;                    // why not
   std::string param;                      // rejected: the offending field ("max_tokens", "stop", ...)
+  std::string code;                       // rejected: a machine-readable reason ("context_length_exceeded"), or ""
   bool ok() const { return status == SubmitStatus::accepted; }
 };
 
@@ -102,6 +103,12 @@ class Engine {
   void stop();   // finishes everything in flight with "abort" and joins; idempotent
 
   SubmitResult submit(GenerationRequest request);
+  // All or nothing, for the prompts of one API request: every request is validated
+  // before any is queued, and the queue must take all their choices at once. On
+  // acceptance `streams` holds one stream per request, in order; on a refusal nothing
+  // was queued (so nothing is aborted or counted as such).
+  SubmitResult submit_all(std::vector<GenerationRequest> requests,
+                          std::vector<std::shared_ptr<RequestStream>>& streams);
   // False when no request with that id is in flight (or queued for admission).
   bool abort(std::string_view request_id);
 
@@ -134,6 +141,8 @@ class Engine {
   void die(const std::string& what);
   void sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results);
   void sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results);
+  void score_prompts(const ScheduledStep& step, std::span<const float> logits);
+  ChoiceDelta& pending_delta(ActiveRequest& request, ChoiceState& choice);
   void postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
                    Clock::time_point now);
   void finish_choice(ActiveRequest& request, ChoiceState& choice, FinishReason reason, std::string error = {},

@@ -15,8 +15,12 @@ struct Engine::ChoiceState {
   ChoiceState(SequencePtr s, const tokenizer::Tokenizer& tokenizer, const GenerationRequest& request)
       : seq(std::move(s)),
         detokenizer(tokenizer, request.skip_special_tokens),
-        stop(request.stop, std::vector<int32_t>(tokenizer.eos_ids().begin(), tokenizer.eos_ids().end()),
-             request.params.ignore_eos) {}
+        stop(StopOptions{.strings = request.stop,
+                         .eos_ids = std::vector<int32_t>(tokenizer.eos_ids().begin(), tokenizer.eos_ids().end()),
+                         .ignore_eos = request.params.ignore_eos,
+                         .token_ids = request.stop_token_ids,
+                         .min_tokens = request.params.min_tokens,
+                         .include_stop_str = request.include_stop_str_in_output}) {}
 
   SequencePtr seq;
   tokenizer::IncrementalDetokenizer detokenizer;
@@ -24,6 +28,7 @@ struct Engine::ChoiceState {
   bool finished = false;
   ChoiceDelta pending;  // output of this step, pushed by flush_deltas()
   bool has_pending = false;
+  int64_t num_prompt_scored = 1;  // prompt tokens [1, this) were sent (a recompute sends none again)
   std::optional<Clock::time_point> first_token_time;
   Clock::time_point last_token_time;
 };

@@ -30,6 +30,12 @@ Engine::ActiveRequest* Engine::find(const SequencePtr& seq) {
 
 void Engine::admit(InboxItem item) {
   GenerationRequest& r = item.request;
+  if (r.params.min_tokens > 0) {
+    // What min_tokens masks: every id that would stop the choice on its own.
+    std::vector<int32_t>& banned = r.params.min_tokens_banned;
+    if (!r.params.ignore_eos) banned.assign(tokenizer_.eos_ids().begin(), tokenizer_.eos_ids().end());
+    banned.insert(banned.end(), r.stop_token_ids.begin(), r.stop_token_ids.end());
+  }
   auto params = std::make_shared<const SamplingParams>(r.params);
   std::vector<SequencePtr> seqs = make_choices(r.request_id, r.prompt_tokens, params, item.arrival, r.priority);
   std::optional<Clock::time_point> deadline = r.deadline;
@@ -63,6 +69,7 @@ void Engine::check_cancellations() {
 void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results) {
   const std::span<const float> logits = runner_->run(step);
   const auto vocab = static_cast<size_t>(runner_->vocab_size());
+  const std::vector<size_t>& rows = runner_->sample_rows();
   sampling_rows_.clear();
   for (const ScheduledSequence& scheduled : step.seqs)
     if (scheduled.samples) sampling_rows_.push_back(scheduled.seq.get());
@@ -78,7 +85,7 @@ void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>
     try {
       for (auto row = static_cast<size_t>(begin); row < static_cast<size_t>(end); ++row) {
         Sequence& seq = *sampling_rows_[row];
-        results[row] = sampler.sample(logits.subspan(row * vocab, vocab), seq.params(), seq.prompt_tokens(),
+        results[row] = sampler.sample(logits.subspan(rows[row] * vocab, vocab), seq.params(), seq.prompt_tokens(),
                                       seq.output_tokens(), seq.rng());
       }
     } catch (...) {  // the pool's threads must not throw: hand it to the engine thread
@@ -87,6 +94,43 @@ void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>
     }
   });
   if (failure) std::rethrow_exception(failure);
+  if (!runner_->prompt_rows().empty()) score_prompts(step, logits);
+}
+
+ChoiceDelta& Engine::pending_delta(ActiveRequest& request, ChoiceState& choice) {
+  choice.pending.index = choice.seq->choice_index();
+  if (!choice.has_pending) {
+    choice.has_pending = true;
+    if (!request.dirty) {
+      request.dirty = true;
+      dirty_.push_back(&request);
+    }
+  }
+  return choice.pending;
+}
+
+// Prompt log-probabilities: each scoring row's raw distribution, at the prompt token
+// that follows. Positions sent before (a preempted prefill computed again) are skipped.
+void Engine::score_prompts(const ScheduledStep& step, std::span<const float> logits) {
+  const auto vocab = static_cast<size_t>(runner_->vocab_size());
+  for (const PromptLogitRows& rows : runner_->prompt_rows()) {
+    const SequencePtr& seq = step.seqs[rows.seq_index].seq;
+    ActiveRequest* request = find(seq);
+    if (request == nullptr) continue;
+    ChoiceState& choice = *request->choices[static_cast<size_t>(seq->choice_index())];
+    if (choice.finished) continue;
+    const int32_t num_top = seq->params().prompt_logprobs.value_or(0);
+    for (size_t k = 0; k < rows.num_rows; ++k) {
+      const int64_t position = rows.first_position + 1 + static_cast<int64_t>(k);
+      if (position < choice.num_prompt_scored) continue;
+      const int32_t token = seq->tokens()[static_cast<size_t>(position)];
+      SampleResult scored = samplers_[0]->score(logits.subspan((rows.first_row + k) * vocab, vocab), token, num_top);
+      pending_delta(*request, choice)
+          .prompt_logprobs.push_back(TokenLogprobs{.token = token, .logprob = scored.logprob,
+                                                   .top = std::move(scored.top_logprobs)});
+      choice.num_prompt_scored = position + 1;
+    }
+  }
 }
 
 // The logits stay on the device; the host resolves each row's history-dependent
@@ -117,7 +161,7 @@ void Engine::sample_on_device(const ScheduledStep& step, std::vector<SampleResul
 void Engine::run_step(ScheduledStep& step) {
   std::vector<SampleResult> results;
   results.reserve(static_cast<size_t>(step.num_sampling));
-  if (runner_->samples_on_device()) {
+  if (runner_->samples_on_device() && !ModelRunner::scores_prompt(step)) {
     sample_on_device(step, results);
   } else {
     sample_on_host(step, results);
@@ -153,18 +197,10 @@ void Engine::postprocess(ActiveRequest& request, ChoiceState& choice, const Samp
   }
   choice.last_token_time = now;
 
-  ChoiceDelta& delta = choice.pending;
-  delta.index = seq.choice_index();
+  ChoiceDelta& delta = pending_delta(request, choice);
   delta.token_ids.push_back(sample.token);
   if (request.wants_logprobs)
     delta.logprobs.push_back(TokenLogprobs{.token = sample.token, .logprob = sample.logprob, .top = sample.top_logprobs});
-  if (!choice.has_pending) {
-    choice.has_pending = true;
-    if (!request.dirty) {
-      request.dirty = true;
-      dirty_.push_back(&request);
-    }
-  }
 
   StopChecker::Result result = choice.stop.push(sample.token, choice.detokenizer.push(sample.token));
   delta.text += result.text;
@@ -190,6 +226,16 @@ void Engine::finish_choice(ActiveRequest& request, ChoiceState& choice, FinishRe
                            std::string matched_stop) {
   if (choice.finished) return;
   choice.finished = true;
+  if (reason == FinishReason::timeout) {
+    // A deadline ends the choice with what it generated: the text held back for a
+    // possible stop string or an unfinished character is released, as at "length".
+    std::string rest = choice.stop.finish(choice.detokenizer.flush()).text;
+    if (!rest.empty()) {
+      choice.pending.index = choice.seq->choice_index();
+      choice.pending.text += rest;
+      choice.has_pending = true;
+    }
+  }
   if (choice.has_pending) {
     choice.has_pending = false;
     if (!request.stream->push_delta(std::move(choice.pending))) {

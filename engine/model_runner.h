@@ -16,14 +16,31 @@
 
 namespace sluice::engine {
 
+// Rows of run()'s logits that score prompt tokens: row first_row + k predicts the
+// prompt token at first_position + 1 + k of step.seqs[seq_index].
+struct PromptLogitRows {
+  size_t seq_index = 0;
+  int64_t first_position = 0;
+  size_t first_row = 0;
+  size_t num_rows = 0;
+};
+
 class ModelRunner {
  public:
   // Allocates num_blocks KV blocks of block_size tokens. Throws std::invalid_argument
   // (from KvCache) for a non-positive size.
   ModelRunner(Model& model, int64_t num_blocks, int64_t block_size, backends::DType kv_dtype);
 
-  // Logits [step.num_sampling, vocab_size] (row-major), valid until the next run().
+  // Logits [num rows, vocab_size] (row-major), valid until the next run(): per
+  // sequence in step order, its prompt-scoring rows (Sequence::wants_prompt_logits,
+  // see prompt_rows()) and then its sampling row; sample_rows() says which row each
+  // sampling sequence got. A row's logits depend only on its own sequence.
   std::span<const float> run(const ScheduledStep& step);
+  const std::vector<size_t>& sample_rows() const { return sample_rows_; }
+  const std::vector<PromptLogitRows>& prompt_rows() const { return prompt_rows_; }
+  // Whether the step has prompt positions to score (then run() is the way: the
+  // device sampler takes only sampling rows).
+  static bool scores_prompt(const ScheduledStep& step);
 
   // Whether the backend samples on the device (then only the chosen tokens and
   // their log-probabilities come back, not the logits).
@@ -38,15 +55,17 @@ class ModelRunner {
   Model& model() { return model_; }
 
  private:
-  StepBatch prepare(const ScheduledStep& step);
+  StepBatch prepare(const ScheduledStep& step, bool with_prompt_rows);
 
   Model& model_;
   std::unique_ptr<KvCache> cache_;
   int64_t vocab_size_ = 0;
   std::vector<int32_t> slots_;                      // [T]
   std::vector<backends::SequenceSlice> slices_;     // [num seqs]
-  std::vector<int32_t> logit_rows_;                 // [num_sampling]
-  std::vector<float> logits_;                       // [num_sampling, vocab_size]
+  std::vector<int32_t> logit_rows_;                 // [num rows] positions in T
+  std::vector<size_t> sample_rows_;                 // [num_sampling] rows of logits_
+  std::vector<PromptLogitRows> prompt_rows_;
+  std::vector<float> logits_;                       // [num rows, vocab_size]
 };
 
 }  // namespace sluice::engine

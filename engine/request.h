@@ -17,16 +17,24 @@
 namespace sluice::engine {
 
 inline constexpr size_t kMaxStopStrings = 4;  // OpenAI's limit
+inline constexpr int32_t kMaxChoices = 16;      // n: choices per prompt
+inline constexpr size_t kMaxLogitBias = 300;    // logit_bias entries (OpenAI's limit)
+inline constexpr size_t kMaxStopTokenIds = 64;  // stop_token_ids (vLLM sets none; a bound)
 
 struct GenerationRequest {
   std::string request_id;              // unique among the requests in flight
   std::vector<int32_t> prompt_tokens;  // already tokenized (chat template applied)
   SamplingParams params;               // n, max_tokens, seed, logprobs, ignore_eos ...
   std::vector<std::string> stop;       // at most kMaxStopStrings; never shown in the text
+  std::vector<int32_t> stop_token_ids; // vLLM: these tokens stop the choice (even with ignore_eos)
+  bool include_stop_str_in_output = false;  // vLLM: keep the matched stop string / stop token text
   int32_t priority = 0;                // vLLM: lower is served first
   std::optional<Clock::time_point> deadline;        // finish by then, or "timeout"
   std::optional<Clock::time_point> queue_deadline;  // be admitted by then, or "timeout"
   bool skip_special_tokens = true;     // control tokens produce no text
+  // Where the prompt came from, for the context-length error's `param`: "prompt"
+  // (completions) or "messages" (chat).
+  std::string prompt_param = "prompt";
   size_t stream_capacity = 0;          // deltas its stream buffers; 0: EngineConfig::stream_capacity
 };
 
@@ -46,6 +54,9 @@ struct ChoiceDelta {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<TokenLogprobs> logprobs;  // one per token when params.logprobs is set
+  // Choice 0 with params.prompt_logprobs: the next prompt tokens scored, in order,
+  // from prompt token 1 (token 0 has nothing before it); each is sent once.
+  std::vector<TokenLogprobs> prompt_logprobs;
 };
 
 // The end of one choice; the last event of that choice.

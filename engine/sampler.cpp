@@ -86,11 +86,19 @@ Sampler::Sampler(int32_t vocab_size)
   SLUICE_CHECK(vocab_size > 0, "Sampler needs a vocabulary");
 }
 
-void Sampler::apply_logit_bias(std::span<float> logits, const std::map<int32_t, float>& bias) {
+void Sampler::apply_logit_bias(std::span<float> logits, const LogitBias* bias) {
+  if (bias == nullptr) return;
   const auto vocab = static_cast<int64_t>(logits.size());
-  for (const auto& [token, value] : bias) {
+  for (const auto& [token, value] : *bias) {
     if (token >= 0 && token < vocab) logits[token] += value;
   }
+}
+
+void Sampler::apply_min_tokens(std::span<float> logits, const SamplingParams& params, size_t num_output) {
+  if (num_output >= static_cast<size_t>(std::max(params.min_tokens, 0))) return;
+  const auto vocab = static_cast<int64_t>(logits.size());
+  for (int32_t token : params.min_tokens_banned)
+    if (token >= 0 && token < vocab) logits[token] = kNegInf;
 }
 
 void Sampler::apply_penalties(std::span<float> logits, const SamplingParams& params,
@@ -285,8 +293,13 @@ backends::RowSampling Sampler::device_row(const SamplingParams& params, std::spa
     return adjust[first + static_cast<size_t>(index)];
   };
   const auto in_vocab = [&](int32_t t) { return t >= 0 && t < vocab_size_; };
-  for (const auto& [token, value] : params.logit_bias)
-    if (in_vocab(token)) entry(token).bias += value;
+  if (params.logit_bias)
+    for (const auto& [token, value] : *params.logit_bias)
+      if (in_vocab(token)) entry(token).bias += value;
+  // -infinity as a bias masks the token on the device as it does on the host.
+  if (history_output.size() < static_cast<size_t>(std::max(params.min_tokens, 0)))
+    for (int32_t token : params.min_tokens_banned)
+      if (in_vocab(token)) entry(token).bias = kNegInf;
   const float r = params.repetition_penalty;
   if (r != 1.0f && r > 0.0f)
     for (auto history : {history_prompt, history_output})
@@ -326,6 +339,20 @@ SampleResult Sampler::from_device(const backends::SampledToken& token, const Sam
   return result;
 }
 
+SampleResult Sampler::score(std::span<const float> logits, int32_t token, int32_t num_top) {
+  SLUICE_CHECK(logits.size() == static_cast<size_t>(vocab_size_), "logits size != vocab size");
+  SLUICE_CHECK(token >= 0 && token < vocab_size_, "scored token outside the vocabulary");
+  const std::span<float> work(work_);
+  for (size_t i = 0; i < logits.size(); ++i) work[i] = logits[i] == logits[i] ? logits[i] : kNegInf;
+  float max = 0.0f;
+  const double log_z = log_sum_exp(work, &max);
+  SampleResult result;
+  result.token = token;
+  result.logprob = static_cast<float>(work[static_cast<size_t>(token)] - log_z);
+  if (num_top > 0) top_logprobs(work, num_top, log_z, result.top_logprobs);
+  return result;
+}
+
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
                              std::span<const int32_t> history_prompt,
                              std::span<const int32_t> history_output, Rng& rng) {
@@ -343,7 +370,8 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
     if (*params.logprobs > 0) top_logprobs(work, *params.logprobs, log_z, result.top_logprobs);
   }
 
-  apply_logit_bias(work, params.logit_bias);
+  apply_logit_bias(work, params.logit_bias.get());
+  apply_min_tokens(work, params, history_output.size());
   apply_penalties(work, params, history_prompt, history_output);
 
   if (params.is_greedy()) {

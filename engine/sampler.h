@@ -17,13 +17,20 @@
 // settings, and greedy / temperature-0 requests get meaningful values.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
 
 namespace sluice::engine {
+
+using LogitBias = std::map<int32_t, float>;
+inline std::shared_ptr<const LogitBias> make_logit_bias(LogitBias bias) {
+  return std::make_shared<const LogitBias>(std::move(bias));
+}
 
 struct SamplingParams {
   float temperature = 1.0f;         // 0 (or < 1e-5): greedy
@@ -33,12 +40,21 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // subtracted once from every token seen in the output
   float frequency_penalty = 0.0f;   // subtracted once per occurrence in the output
   float repetition_penalty = 1.0f;  // HF/vLLM: tokens seen in prompt or output, >0 divided, <=0 multiplied
-  std::map<int32_t, float> logit_bias;  // token id -> added to its logit; ids outside the vocab are ignored
+  // token id -> added to its logit. Immutable and shared by every choice (and every
+  // prompt) of a request, so copying the params never copies the map. Null: none.
+  std::shared_ptr<const LogitBias> logit_bias;
   std::optional<uint64_t> seed;     // absent: a random stream per sequence
   std::optional<int32_t> logprobs;  // absent: none; N: the chosen token plus the top N alternatives
+  // Absent: none; N: every prompt token after the first is scored (its log-probability
+  // given the tokens before it, plus the top N alternatives), by choice 0 only.
+  std::optional<int32_t> prompt_logprobs;
   bool ignore_eos = false;          // read by the stop checker, not here
   std::optional<int32_t> max_tokens;  // absent: up to the model's context length
   int32_t n = 1;                    // choices per request (one Sequence each)
+  // vLLM: before this many output tokens, `min_tokens_banned` (the EOS ids unless
+  // ignore_eos, and the stop_token_ids) are masked out and stop strings do not stop.
+  int32_t min_tokens = 0;
+  std::vector<int32_t> min_tokens_banned;  // filled by the engine at admission
 
   bool is_greedy() const { return temperature < 1e-5f; }
 };
@@ -82,7 +98,9 @@ class Sampler {
 
   // The processors on their own, for tests and for callers that only need one.
   // Each works in place on [vocab_size] logits.
-  static void apply_logit_bias(std::span<float> logits, const std::map<int32_t, float>& bias);
+  static void apply_logit_bias(std::span<float> logits, const LogitBias* bias);
+  // min_tokens: the banned ids become -infinity while the output is shorter.
+  static void apply_min_tokens(std::span<float> logits, const SamplingParams& params, size_t num_output);
   void apply_penalties(std::span<float> logits, const SamplingParams& params,
                        std::span<const int32_t> prompt, std::span<const int32_t> output);
   static void apply_temperature(std::span<float> logits, float temperature);
@@ -100,6 +118,10 @@ class Sampler {
                                    std::vector<backends::LogitAdjust>& adjust);
   // The device's answer in the host's form (top alternatives only when asked for).
   static SampleResult from_device(const backends::SampledToken& token, const SamplingParams& params);
+
+  // `token`'s raw log-probability under `logits` and the top `num_top` alternatives:
+  // how a prompt token is scored. Deterministic; touches no random stream.
+  SampleResult score(std::span<const float> logits, int32_t token, int32_t num_top);
 
   static int32_t argmax(std::span<const float> logits);  // lowest id on ties
   static void log_softmax(std::span<const float> logits, std::span<float> out);

@@ -124,6 +124,7 @@ void Scheduler::reap(ScheduledStep& step) {
 int64_t Scheduler::chunk(const Sequence& seq, int64_t num_computed, int64_t budget) const {
   int64_t n = seq.num_tokens() - num_computed;
   if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
+  if (seq.wants_prompt_logits() && num_computed < seq.num_prompt_tokens()) n = std::min(n, kMaxPromptScoringTokens);
   return std::min(n, budget);
 }
 
@@ -190,7 +191,9 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
       ++it;
       continue;
     }
-    const CachedPrefix prefix = pool_.find_cached_prefix(seq->tokens());
+    // Cached prompt positions would have no logits to score the prompt with.
+    const CachedPrefix prefix =
+        seq->wants_prompt_logits() ? CachedPrefix{} : pool_.find_cached_prefix(seq->tokens());
     const int64_t n = chunk(*seq, prefix.num_cached_tokens, budget);
     if (!pool_.allocate_slots(*seq, n, &prefix)) break;
     if (!seq->first_scheduled_time()) {

@@ -88,6 +88,10 @@ struct SchedulerStats {
   std::array<uint64_t, 6> num_finished{};  // indexed by FinishReason
 };
 
+// Prefill tokens per step of a sequence that scores its prompt: each is a row of
+// logits (vocab floats) to compute and keep, so a long prompt is scored in chunks.
+inline constexpr int64_t kMaxPromptScoringTokens = 256;
+
 class Scheduler {
  public:
   Scheduler(SchedulerConfig config, BlockHashFn hash = hash_block_tokens);

@@ -107,6 +107,9 @@ class Sequence {
   const SamplingParams& params() const { return *params_; }
   const std::shared_ptr<const SamplingParams>& params_ptr() const { return params_; }
   Rng& rng() { return rng_; }
+  // Choice 0 of a request that asked for prompt log-probabilities: its prefill
+  // computes logits for every prompt position, so it never takes a cached prefix.
+  bool wants_prompt_logits() const { return choice_index_ == 0 && params_->prompt_logprobs.has_value(); }
   // Output tokens allowed: max_tokens, or up to max_model_len.
   int64_t max_output_tokens(int64_t max_model_len) const;
 

@@ -13,8 +13,20 @@
 
 namespace sluice::engine {
 
+struct StopOptions {
+  std::vector<std::string> strings;  // empty ones are ignored
+  std::vector<int32_t> eos_ids;      // stop unless ignore_eos
+  bool ignore_eos = false;
+  std::vector<int32_t> token_ids;    // vLLM stop_token_ids: stop even with ignore_eos
+  int32_t min_tokens = 0;            // vLLM: nothing stops before this many tokens
+  // vLLM include_stop_str_in_output: the matched stop string, or the text of the
+  // stop token, stays in the output instead of being cut.
+  bool include_stop_str = false;
+};
+
 class StopChecker {
  public:
+  explicit StopChecker(StopOptions options);
   // Empty stop strings are ignored. With ignore_eos the eos ids do not stop.
   StopChecker(std::vector<std::string> stop_strings, std::vector<int32_t> eos_ids, bool ignore_eos);
 
@@ -35,10 +47,15 @@ class StopChecker {
 
  private:
   Result scan(bool at_end);
+  bool is_stop_token(int32_t token) const;
 
   std::vector<std::string> stops_;
   std::vector<int32_t> eos_ids_;
   bool ignore_eos_ = false;
+  std::vector<int32_t> stop_token_ids_;
+  int64_t min_tokens_ = 0;
+  bool include_stop_str_ = false;
+  int64_t num_tokens_ = 0;  // pushed so far
   bool stopped_ = false;
   std::string held_;  // text not shown yet: a possible start of a stop string
 };

@@ -110,6 +110,44 @@ Error read_tools_field(const std::string& key, const Json& v) {
   return fields::unsupported(key, "is not supported yet (tool calling is not implemented).");
 }
 
+// OpenAI fields that ask for nothing sluice does differently (storage, billing,
+// latency hints, reasoning of models that have none): type-checked, then ignored.
+Error read_ignored_openai_field(const std::string& key, const Json& v, ChatRequest& req, bool& handled) {
+  handled = true;
+  Error e;
+  if (key == "store" || key == "parallel_tool_calls") {
+    bool ignored = false;
+    e = fields::read_bool(v, key, ignored);
+  } else if (key == "metadata" || key == "prediction") {
+    if (!v.is_null() && !v.is_object()) e = fields::type_error(key, "an object", v);
+  } else if (key == "service_tier" || key == "reasoning_effort" || key == "verbosity" ||
+             key == "prompt_cache_key" || key == "safety_identifier") {
+    std::optional<std::string> ignored;
+    e = fields::read_opt_string(v, key, ignored);
+  } else if (key == "modalities") {
+    // Only text comes out of sluice: ["text"] asks for what it does anyway.
+    if (!v.is_null()) {
+      if (!v.is_array()) return fields::type_error(key, "an array of strings", v);
+      for (const auto& m : v) {
+        if (!m.is_string()) return fields::type_error(key, "an array of strings", v);
+        if (m != "text") return fields::unsupported(key, "may only ask for \"text\" output.");
+      }
+    }
+  } else {
+    handled = false;
+    return std::nullopt;
+  }
+  if (!e && !v.is_null()) req.ignored_fields.push_back(key);
+  return e;
+}
+
+Error read_template_kwargs(const Json& v, Json& out) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_object()) return fields::type_error("chat_template_kwargs", "an object", v);
+  out = v;
+  return std::nullopt;
+}
+
 }  // namespace
 
 Error parse_chat_messages(const Json& value, const std::string& param, std::vector<ChatMessage>& out) {
@@ -123,7 +161,7 @@ Error parse_chat_messages(const Json& value, const std::string& param, std::vect
   return std::nullopt;
 }
 
-ChatParse parse_chat_json(const Json& body) {
+ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
   if (!body.is_object()) return invalid_request("The request body must be a JSON object.");
   ChatRequest req;
   std::optional<int32_t> max_tokens, max_completion_tokens, top_logprobs;
@@ -132,7 +170,9 @@ ChatParse parse_chat_json(const Json& body) {
   constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
   for (const auto& [key, value] : body.items()) {
     bool handled = false;
-    if (auto e = apply_generation_field(key, value, req, handled)) return *e;
+    if (auto e = apply_generation_field(key, value, req, handled, parse)) return *e;
+    if (handled) continue;
+    if (auto e = read_ignored_openai_field(key, value, req, handled)) return *e;
     if (handled) continue;
     Error e;
     if (key == "messages") {
@@ -152,10 +192,12 @@ ChatParse parse_chat_json(const Json& body) {
       e = read_response_format(value);
     } else if (key == "tools" || key == "tool_choice") {
       e = read_tools_field(key, value);
-    } else if (key == "parallel_tool_calls") {
-      if (!value.is_null()) e = fields::unsupported(key, "is not supported yet (tool calling is not implemented).");
+    } else if (key == "chat_template_kwargs") {
+      e = read_template_kwargs(value, req.chat_template_kwargs);
+    } else if (key == "audio" || key == "web_search_options") {
+      if (!value.is_null()) e = fields::unsupported(key, "is not supported.");
     } else {
-      e = fields::unknown_field(key);
+      e = unknown_key(key, req, parse);
     }
     if (e) return *e;
   }
@@ -175,10 +217,10 @@ ChatParse parse_chat_json(const Json& body) {
   return req;
 }
 
-ChatParse parse_chat_request(std::string_view body) {
+ChatParse parse_chat_request(std::string_view body, const ParseOptions& parse) {
   Json json;
   if (auto e = fields::parse_object(body, json)) return *e;
-  return parse_chat_json(json);
+  return parse_chat_json(json, parse);
 }
 
 }  // namespace sluice::proto

@@ -21,6 +21,8 @@ struct ChatMessage {
 
 struct ChatRequest : GenerationOptions {
   std::vector<ChatMessage> messages;  // at least one
+  // vLLM: extra variables for the chat template (an object; empty when absent).
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
   // sampling.max_tokens: max_completion_tokens, else max_tokens, else empty (up to the
   // context). sampling.logprobs: top_logprobs (0..20, default 0) when logprobs is
   // true, else empty.
@@ -28,9 +30,9 @@ struct ChatRequest : GenerationOptions {
 
 using ChatParse = std::variant<ChatRequest, ApiError>;
 
-ChatParse parse_chat_request(std::string_view body);
+ChatParse parse_chat_request(std::string_view body, const ParseOptions& parse = {});
 // The same, for a body already parsed (a JSON object).
-ChatParse parse_chat_json(const nlohmann::json& body);
+ChatParse parse_chat_json(const nlohmann::json& body, const ParseOptions& parse = {});
 
 // The "messages" array on its own (also used by /tokenize). Errors name
 // `param`[i]... .

@@ -1,6 +1,9 @@
 #include "proto/completions.h"
 
+#include <algorithm>
 #include <limits>
+
+#include "engine/request.h"
 
 namespace sluice::proto {
 
@@ -20,6 +23,11 @@ Error read_prompt(const Json& v, std::vector<Prompt>& out) {
     prompts.emplace_back(v.get<std::string>());
   } else if (v.is_array()) {
     if (v.empty()) return invalid_request("'prompt' must not be empty.", "prompt");
+    if (!v[0].is_number() && v.size() > kMaxPrompts) {
+      return invalid_request("'prompt' may hold at most " + std::to_string(kMaxPrompts) + " prompts, got " +
+                                 std::to_string(v.size()) + ".",
+                             "prompt");
+    }
     if (v[0].is_number()) {  // one prompt of token ids
       std::vector<int32_t> ids;
       if (auto e = fields::read_token_ids(v, "prompt", ids)) return e;
@@ -63,14 +71,13 @@ Error read_suffix(const Json& v) {
 
 }  // namespace
 
-CompletionParse parse_completion_json(const Json& body) {
+CompletionParse parse_completion_json(const Json& body, const ParseOptions& parse) {
   if (!body.is_object()) return invalid_request("The request body must be a JSON object.");
   CompletionRequest req;
   req.sampling.max_tokens = kDefaultMaxTokens;
-  std::optional<int64_t> best_of;
   for (const auto& [key, value] : body.items()) {
     bool handled = false;
-    if (auto e = apply_generation_field(key, value, req, handled)) return *e;
+    if (auto e = apply_generation_field(key, value, req, handled, parse)) return *e;
     if (handled) continue;
     Error e;
     if (key == "prompt") {
@@ -80,37 +87,49 @@ CompletionParse parse_completion_json(const Json& body) {
       if (value.is_null()) {
         req.sampling.max_tokens.reset();
       } else {
-        e = fields::read_opt_int32(value, key, 1, std::numeric_limits<int32_t>::max(), req.sampling.max_tokens);
+        e = fields::read_opt_int32(value, key, 0, std::numeric_limits<int32_t>::max(), req.sampling.max_tokens);
       }
     } else if (key == "logprobs") {
       e = fields::read_opt_int32(value, key, 0, kMaxLogprobs, req.sampling.logprobs);
     } else if (key == "echo") {
       e = fields::read_bool(value, key, req.echo);
     } else if (key == "best_of") {
-      if (!value.is_null()) {
-        int64_t b = 0;
-        e = fields::read_int(value, key, 1, 128, b);
-        best_of = b;
-      }
+      e = fields::read_int32(value, key, 1, engine::kMaxChoices, req.best_of);
     } else if (key == "suffix") {
       e = read_suffix(value);
     } else {
-      e = fields::unknown_field(key);
+      e = unknown_key(key, req, parse);
     }
     if (e) return *e;
   }
   if (auto e = check_generation_options(body, req)) return *e;
   if (req.prompts.empty()) return fields::missing_field("prompt");
-  if (best_of && *best_of != req.sampling.n) {
-    return invalid_request("'best_of' is not supported unless it equals 'n'.", "best_of");
+  const auto num_choices = static_cast<int64_t>(req.prompts.size()) * std::max(req.sampling.n, req.best_of);
+  if (num_choices > kMaxChoicesPerRequest) {
+    return invalid_request("The request asks for " + std::to_string(num_choices) + " choices (" +
+                               std::to_string(req.prompts.size()) + " prompts x n = " +
+                               std::to_string(req.sampling.n) + "); at most " +
+                               std::to_string(kMaxChoicesPerRequest) + " are allowed.",
+                           "n");
+  }
+  if (req.best_of != 0 && req.best_of < req.sampling.n) {
+    return invalid_request("'best_of' (" + std::to_string(req.best_of) + ") must be at least 'n' (" +
+                               std::to_string(req.sampling.n) + ").",
+                           "best_of");
+  }
+  if (req.best_of > req.sampling.n && req.stream) {
+    return invalid_request("'best_of' greater than 'n' cannot be streamed.", "best_of");
+  }
+  if (req.sampling.max_tokens == 0 && !req.echo) {
+    return invalid_request("'max_tokens' may be 0 only with 'echo' (to score the prompt).", "max_tokens");
   }
   return req;
 }
 
-CompletionParse parse_completion_request(std::string_view body) {
+CompletionParse parse_completion_request(std::string_view body, const ParseOptions& parse) {
   Json json;
   if (auto e = fields::parse_object(body, json)) return *e;
-  return parse_completion_json(json);
+  return parse_completion_json(json, parse);
 }
 
 }  // namespace sluice::proto

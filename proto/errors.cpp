@@ -82,7 +82,12 @@ ApiError not_ready(std::string message) {
 }
 
 ApiError request_timeout() {
-  return {408, "The request ran past its deadline", "timeout_error", "timeout", "timeout"};
+  // Not 408: the official OpenAI clients retry 408 (and 409, 429, 5xx), and a retry
+  // of a request that waited out its deadline in the queue only adds to the load.
+  return {400,
+          "The request's deadline passed before it generated any token (it was still queued); "
+          "retry later or allow a longer 'timeout'",
+          "timeout_error", "timeout", "timeout"};
 }
 
 ApiError internal_error(const std::string& request_id) {

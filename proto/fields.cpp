@@ -247,9 +247,15 @@ Error read_stop(const Json& v, const std::string& param, std::vector<std::string
   return std::nullopt;
 }
 
-Error read_logit_bias(const Json& v, const std::string& param, std::map<int32_t, float>& out) {
+Error read_logit_bias(const Json& v, const std::string& param, size_t max_entries,
+                      std::shared_ptr<const std::map<int32_t, float>>& out) {
   if (v.is_null()) return std::nullopt;
   if (!v.is_object()) return type_error(param, "an object of token id to bias", v);
+  if (v.size() > max_entries) {
+    return invalid_request("'" + param + "' may hold at most " + std::to_string(max_entries) + " entries, got " +
+                               std::to_string(v.size()) + ".",
+                           param);
+  }
   std::map<int32_t, float> bias;
   for (const auto& [key, value] : v.items()) {
     bool digits = !key.empty() && key.size() <= 10 &&
@@ -269,7 +275,11 @@ Error read_logit_bias(const Json& v, const std::string& param, std::map<int32_t,
     }
     bias[static_cast<int32_t>(id)] = static_cast<float>(d);
   }
-  out = std::move(bias);
+  if (bias.empty()) {
+    out.reset();
+  } else {
+    out = std::make_shared<const std::map<int32_t, float>>(std::move(bias));
+  }
   return std::nullopt;
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,8 +54,10 @@ Error read_opt_string(const Json& v, const std::string& param, std::optional<std
 Error read_seed(const Json& v, const std::string& param, std::optional<uint64_t>& out);
 // string | array of at most 4 strings; none may be empty.
 Error read_stop(const Json& v, const std::string& param, std::vector<std::string>& out);
-// {"<token id>": bias in [-100, 100], ...}
-Error read_logit_bias(const Json& v, const std::string& param, std::map<int32_t, float>& out);
+// {"<token id>": bias in [-100, 100], ...}, at most max_entries of them (checked
+// before any is read). Whether the ids are in the vocabulary is the engine's check.
+Error read_logit_bias(const Json& v, const std::string& param, size_t max_entries,
+                      std::shared_ptr<const std::map<int32_t, float>>& out);
 // An array of token ids in [0, 2^31).
 Error read_token_ids(const Json& v, const std::string& param, std::vector<int32_t>& out);
 

@@ -135,6 +135,10 @@ OJson completion_logprobs(const std::vector<TokenLogprob>& entries, int64_t text
     } else {
       OJson alternatives = OJson::object();
       for (const auto& t : e.top_logprobs) alternatives[token_text(t.token)] = finite_logprob(t.logprob);
+      // OpenAI: the chosen token is always among its alternatives (up to logprobs + 1
+      // entries), so "logprobs": 0 still shows it.
+      if (e.logprob && !alternatives.contains(token_text(e.token)))
+        alternatives[token_text(e.token)] = finite_logprob(*e.logprob);
       top.push_back(std::move(alternatives));
     }
     offsets.push_back(text_offset);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "proto/template_kwargs.h"
 #include "server/model_prepare.h"
 
 namespace sluice::server {
@@ -79,6 +80,11 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
   spdlog::info("model {}: generation defaults for fields a request leaves out: {}", info.id,
                service->generation_defaults_.empty() ? "none" : service->generation_defaults_.describe());
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
+  // The longest text a token can stand for bounds how many tokens a text can
+  // need: a prompt too long for the context is refused before tokenizing.
+  for (int32_t id = 0; id < tok.vocab_size(); ++id)
+    service->max_piece_bytes_ =
+        std::max({service->max_piece_bytes_, tok.token_to_piece(id).size(), tok.token_text(id).size()});
   service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);
   service->engine_ = std::make_unique<engine::Engine>(
       *service->model_, tok, engine_config(info, config), service->metrics_.get());
@@ -91,8 +97,8 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
 
 ModelService::~ModelService() { stop(); }
 
-std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& messages,
-                                      bool add_generation_prompt) const {
+std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& messages, bool add_generation_prompt,
+                                      const nlohmann::json& template_kwargs) const {
   std::vector<chat::ChatMessage> converted;
   converted.reserve(messages.size());
   for (const auto& message : messages) {
@@ -100,7 +106,10 @@ std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& mes
     if (message.name) out.fields.emplace_back("name", chat::Value(*message.name));
     converted.push_back(std::move(out));
   }
-  return chat_template_->render(converted, add_generation_prompt, render_options_);
+  if (template_kwargs.empty()) return chat_template_->render(converted, add_generation_prompt, render_options_);
+  chat::RenderOptions options = render_options_;
+  proto::add_template_variables(template_kwargs, options);
+  return chat_template_->render(converted, add_generation_prompt, options);
 }
 
 void ModelService::refresh_metrics() {

@@ -47,10 +47,20 @@ class ModelService {
   // What a request gets for the sampling fields it leaves out (see generation_defaults.h).
   const engine::GenerationDefaults& generation_defaults() const { return generation_defaults_; }
 
-  // The prompt text of a conversation. Throws chat::TemplateError when the template
-  // rejects it (the caller answers 400); requires has_chat_template().
-  std::string render_chat(const std::vector<proto::ChatMessage>& messages,
-                          bool add_generation_prompt) const;
+  // The prompt text of a conversation. `template_kwargs` (a JSON object, vLLM's
+  // chat_template_kwargs) become further template variables, over the defaults.
+  // Throws chat::TemplateError when the template rejects it (the caller answers
+  // 400); requires has_chat_template().
+  std::string render_chat(const std::vector<proto::ChatMessage>& messages, bool add_generation_prompt,
+                          const nlohmann::json& template_kwargs = nlohmann::json::object()) const;
+
+  // A lower bound on the tokens of any text of `num_bytes` bytes: no token's text is
+  // longer than the longest piece of the vocabulary. Lets a request whose text is
+  // certain to overflow the context be refused before it is tokenized.
+  int64_t min_tokens_of_text(size_t num_bytes) const {
+    return static_cast<int64_t>(num_bytes / (max_piece_bytes_ + 1));
+  }
+  int64_t max_model_len() const { return engine_->max_model_len(); }
 
   // Updates the engine's gauges and counters before /metrics renders.
   void refresh_metrics();
@@ -68,6 +78,7 @@ class ModelService {
   std::optional<chat::ChatTemplate> chat_template_;
   chat::RenderOptions render_options_;
   engine::GenerationDefaults generation_defaults_;
+  size_t max_piece_bytes_ = 1;  // the longest token text or piece of the vocabulary
   std::unique_ptr<EngineMetrics> metrics_;
   std::unique_ptr<engine::Engine> engine_;  // declared last: stopped before the rest goes
 };

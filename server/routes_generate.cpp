@@ -32,6 +32,10 @@ struct Part {
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;
   std::string echo;  // completions with echo: the prompt text
+  // echo with logprobs: the prompt's scored tokens, the first one (nothing before
+  // it: logprob null) included.
+  std::vector<proto::TokenLogprob> prompt_logprobs;
+  bool echo_sent = false;  // streaming: its echo chunks are out
 };
 
 // What one response choice has gathered so far.
@@ -40,6 +44,7 @@ struct Tally {
   std::vector<proto::TokenLogprob> logprobs;
   int64_t num_chars_sent = 0;  // streaming: characters already sent (text_offset)
   int64_t num_tokens = 0;
+  double cumulative_logprob = 0.0;  // best_of: the rank of the choice
   std::optional<std::string> finish_reason;
   std::string error;
 };
@@ -52,6 +57,18 @@ struct Job {
   std::vector<Tally> choices;
   bool want_logprobs = false;
   bool include_usage = false;
+  bool continuous_usage = false;  // vLLM stream_options.continuous_usage_stats
+  // Completions only. best_of > n: the engine generates best_of choices per prompt,
+  // the answer has the n of highest cumulative log-probability.
+  int32_t num_returned = 0;  // n, choices per prompt in the answer
+  bool score_only = false;   // max_tokens 0 with echo: the one token generated is not shown
+};
+
+// One prompt, ready for the engine.
+struct PreparedPrompt {
+  std::vector<int32_t> tokens;
+  std::string echo;         // completions with echo: the prompt text
+  int32_t first_token = 0;  // tokens[0], kept for echoed logprobs
 };
 
 void set_error(Response& response, const proto::ApiError& error) {
@@ -66,8 +83,11 @@ proto::ApiError submit_error(const engine::SubmitResult& result) {
       return {429, "The server is busy: " + result.message, "rate_limit_error", "", "queue_full"};
     case engine::SubmitStatus::shutting_down:
       return proto::not_ready("Shutting down");
-    default:
-      return proto::invalid_request(result.message, result.param);
+    default: {
+      proto::ApiError error = proto::invalid_request(result.message, result.param);
+      error.code = result.code;
+      return error;
+    }
   }
 }
 
@@ -100,38 +120,76 @@ void cancel_all(Job& job) {
   }
 }
 
-// Submits one engine request per prompt; on a refusal, withdraws the ones accepted.
+// Submits one engine request per prompt, all or nothing: the engine validates every
+// prompt before it queues any, so a refusal of a later prompt aborts nothing. The
+// choices are allocated only once the engine has taken them.
 std::optional<proto::ApiError> submit(Job& job, const proto::GenerationOptions& options,
-                                      std::vector<std::vector<int32_t>> prompts,
-                                      std::vector<std::string> echoes, const config::Config& config) {
+                                      std::vector<PreparedPrompt> prompts, const config::Config& config) {
   const auto now = engine::Clock::now();
   auto after = [&](double seconds) {
     return now + std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double>(seconds));
   };
   const int32_t n = options.sampling.n;
-  job.choices.resize(prompts.size() * static_cast<size_t>(n));
+  std::vector<engine::GenerationRequest> requests;
+  requests.reserve(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     engine::GenerationRequest request;
     request.request_id = job.header.id + "-" + std::to_string(i);
-    request.prompt_tokens = std::move(prompts[i]);
+    prompts[i].first_token = prompts[i].tokens.empty() ? 0 : prompts[i].tokens.front();
+    request.prompt_tokens = std::move(prompts[i].tokens);
+    // A copy of the params with the model's defaults filled in (logit_bias is shared, not copied).
     request.params = engine::apply_generation_defaults(
         job.model->generation_defaults(), options.given, options.sampling,
         static_cast<int64_t>(request.prompt_tokens.size()), job.model->engine().max_model_len());
     request.stop = options.stop;
+    request.stop_token_ids = options.stop_token_ids;
+    request.include_stop_str_in_output = options.include_stop_str_in_output;
+    request.skip_special_tokens = options.skip_special_tokens;
+    request.prompt_param = job.api == Api::chat ? "messages" : "prompt";
     request.priority = options.priority;
     request.deadline = after(options.timeout_s.value_or(config.request_timeout_s));
     request.queue_deadline = after(config.queue_timeout_s);
-    const auto num_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
-    engine::SubmitResult result = job.model->engine().submit(std::move(request));
-    if (!result.ok()) {
-      cancel_all(job);
-      job.parts.clear();
-      return submit_error(result);
-    }
-    job.parts.push_back(Part{std::move(result.stream), static_cast<int32_t>(i) * n, num_prompt_tokens, 0,
-                             i < echoes.size() ? std::move(echoes[i]) : std::string()});
+    requests.push_back(std::move(request));
   }
+  std::vector<int64_t> num_prompt_tokens;
+  for (const auto& request : requests) num_prompt_tokens.push_back(static_cast<int64_t>(request.prompt_tokens.size()));
+  std::vector<std::shared_ptr<engine::RequestStream>> streams;
+  engine::SubmitResult result = job.model->engine().submit_all(std::move(requests), streams);
+  if (!result.ok()) return submit_error(result);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    job.parts.push_back(Part{std::move(streams[i]), static_cast<int32_t>(i) * n, num_prompt_tokens[i], 0,
+                             std::move(prompts[i].echo), {}, false});
+    if (options.sampling.prompt_logprobs)
+      job.parts.back().prompt_logprobs.push_back({job.model->tokenizer().token_to_piece(prompts[i].first_token),
+                                                  std::nullopt, {}});
+  }
+  job.choices.resize(job.parts.size() * static_cast<size_t>(n));
   return std::nullopt;
+}
+
+// One streamed chunk; with continuous usage stats it carries the usage so far.
+std::string chunk_event(const Job& job, nlohmann::ordered_json chunk) {
+  if (job.continuous_usage) chunk["usage"] = proto::usage_object(usage_of(job));
+  return proto::sse_event(chunk);
+}
+
+// Streamed echo: one chunk per choice of the part with the prompt text. With
+// logprobs it waits until the engine has scored the whole prompt, so that the
+// prompt's entries ride along; before any of the choices' own chunks either way.
+std::string echo_chunks(Job& job, Part& part) {
+  if (part.echo_sent || part.echo.empty()) return {};
+  const bool scoring = !part.prompt_logprobs.empty();
+  if (scoring && static_cast<int64_t>(part.prompt_logprobs.size()) < part.num_prompt_tokens) return {};
+  part.echo_sent = true;
+  std::string out;
+  for (int32_t k = 0; k < part.stream->num_choices(); ++k) {
+    const int32_t index = part.first_index + k;
+    proto::CompletionChoice choice{index, part.echo, std::nullopt, 0, std::nullopt};
+    if (job.want_logprobs) choice.logprobs = part.prompt_logprobs;
+    out += chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
+    job.choices[static_cast<size_t>(index)].num_chars_sent = proto::num_chars(part.echo);
+  }
+  return out;
 }
 
 // Applies one event to its tally; returns the SSE text it contributes when streaming.
@@ -141,7 +199,15 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
   if (auto* delta = std::get_if<engine::ChoiceDelta>(&event)) {
     const int32_t index = part.first_index + delta->index;
     Tally& tally = job.choices.at(static_cast<size_t>(index));
+    if (!delta->prompt_logprobs.empty()) {
+      auto scored = to_wire(tok, delta->prompt_logprobs);
+      part.prompt_logprobs.insert(part.prompt_logprobs.end(), scored.begin(), scored.end());
+      if (streaming) out += echo_chunks(job, part);  // once the whole prompt is scored
+    }
+    if (job.score_only) return out;  // the token generated only to finish the request
+    for (const auto& entry : delta->logprobs) tally.cumulative_logprob += entry.logprob;
     tally.text += delta->text;
+    tally.num_tokens += static_cast<int64_t>(delta->token_ids.size());
     std::vector<proto::TokenLogprob> logprobs;
     if (job.want_logprobs) logprobs = to_wire(tok, delta->logprobs);
     if (!streaming) {
@@ -152,9 +218,9 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
     if (job.api == Api::completions) {
       proto::CompletionChoice choice{index, delta->text, std::nullopt, tally.num_chars_sent, std::nullopt};
       if (job.want_logprobs) choice.logprobs = std::move(logprobs);
-      out = proto::sse_event(proto::completion_chunk(job.header, choice, job.include_usage));
+      out += chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
     } else {
-      out = proto::sse_event(proto::chat_content_chunk(job.header, index, delta->text,
+      out += chunk_event(job, proto::chat_content_chunk(job.header, index, delta->text,
                                                        job.want_logprobs ? &logprobs : nullptr,
                                                        job.include_usage));
     }
@@ -164,20 +230,19 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
   auto& finish = std::get<engine::ChoiceFinish>(event);
   const int32_t index = part.first_index + finish.index;
   Tally& tally = job.choices.at(static_cast<size_t>(index));
-  tally.num_tokens = finish.num_completion_tokens;
-  tally.finish_reason = std::string(finish.finish_reason());
+  tally.num_tokens = job.score_only ? 0 : finish.num_completion_tokens;
+  tally.finish_reason = std::string(job.score_only ? "length" : finish.finish_reason());
   tally.error = finish.error;
   part.num_cached_tokens = std::max(part.num_cached_tokens, finish.num_cached_tokens);
-  // A failed or timed-out choice ends the whole response with an error instead.
-  if (!streaming || finish.reason == engine::FinishReason::error ||
-      finish.reason == engine::FinishReason::timeout)
-    return out;
+  // A failed choice ends the whole response with an error instead. A deadline is
+  // not a failure: the choice ends with what it generated, finish_reason "timeout".
+  if (!streaming || finish.reason == engine::FinishReason::error) return out;
   if (job.api == Api::completions) {
     proto::CompletionChoice choice{index, "", std::nullopt, tally.num_chars_sent, tally.finish_reason};
     if (job.want_logprobs) choice.logprobs = std::vector<proto::TokenLogprob>{};
-    out = proto::sse_event(proto::completion_chunk(job.header, choice, job.include_usage));
+    out += chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
   } else {
-    out = proto::sse_event(proto::chat_finish_chunk(job.header, index, *tally.finish_reason, job.include_usage));
+    out += chunk_event(job, proto::chat_finish_chunk(job.header, index, *tally.finish_reason, job.include_usage));
   }
   return out;
 }
@@ -191,15 +256,22 @@ bool is_done(const Job& job) {
 
 const Tally* failed_choice(const Job& job) {
   for (const Tally& choice : job.choices) {
-    if (choice.finish_reason == "error" || choice.finish_reason == "timeout") return &choice;
+    if (choice.finish_reason == "error") return &choice;
   }
   return nullptr;
 }
 
-// What the client is told about a failed choice: a deadline is the client's (or the
-// server's) limit and says so; anything else names only the request id.
+// True when the deadline ended every choice before any token: there is nothing to
+// answer with, so the whole request fails (with a status clients do not retry).
+bool timed_out_empty(const Job& job) {
+  for (const Tally& choice : job.choices) {
+    if (choice.finish_reason != "timeout" || choice.num_tokens > 0) return false;
+  }
+  return !job.choices.empty();
+}
+
+// What the client is told about a failed choice: only the request id.
 proto::ApiError failure_error(const Tally& failed, const std::string& request_id) {
-  if (failed.finish_reason == "timeout") return proto::request_timeout();
   spdlog::error("request {}: generation failed: {}", request_id, failed.error);
   return proto::internal_error(request_id);
 }
@@ -220,16 +292,38 @@ asio::awaitable<void> answer_whole(Exchange& ex, Job& job, StreamWatch& watch) {
     set_error(ex.response, failure_error(*failed, ex.request_id));
     co_return;
   }
+  if (timed_out_empty(job)) {
+    set_error(ex.response, proto::request_timeout());
+    ex.response.set("x-should-retry", "false");
+    co_return;
+  }
   nlohmann::ordered_json body;
   if (job.api == Api::completions) {
     std::vector<proto::CompletionChoice> choices;
-    for (size_t i = 0; i < job.choices.size(); ++i) {
-      Tally& tally = job.choices[i];
-      const Part& part = job.parts[i / static_cast<size_t>(job.parts.front().stream->num_choices())];
-      proto::CompletionChoice choice{static_cast<int32_t>(i), part.echo + tally.text, std::nullopt, 0,
-                                     tally.finish_reason};
-      if (job.want_logprobs) choice.logprobs = std::move(tally.logprobs);
-      choices.push_back(std::move(choice));
+    const auto generated = static_cast<size_t>(job.parts.front().stream->num_choices());
+    const auto returned = static_cast<size_t>(job.num_returned);
+    for (size_t p = 0; p < job.parts.size(); ++p) {
+      Part& part = job.parts[p];
+      std::vector<size_t> ranked(generated);
+      for (size_t k = 0; k < generated; ++k) ranked[k] = p * generated + k;
+      // best_of: the n of highest cumulative log-probability, best first.
+      if (returned < generated) {
+        std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+          return job.choices[a].cumulative_logprob > job.choices[b].cumulative_logprob;
+        });
+        ranked.resize(returned);
+      }
+      for (size_t k = 0; k < ranked.size(); ++k) {
+        Tally& tally = job.choices[ranked[k]];
+        proto::CompletionChoice choice{static_cast<int32_t>(p * returned + k), part.echo + tally.text, std::nullopt, 0,
+                                       tally.finish_reason};
+        if (job.want_logprobs) {
+          std::vector<proto::TokenLogprob> logprobs = part.prompt_logprobs;
+          logprobs.insert(logprobs.end(), tally.logprobs.begin(), tally.logprobs.end());
+          choice.logprobs = std::move(logprobs);
+        }
+        choices.push_back(std::move(choice));
+      }
     }
     body = proto::completion_object(job.header, choices, usage_of(job));
   } else {
@@ -253,14 +347,11 @@ asio::awaitable<void> answer_stream(Exchange& ex, Job& job, StreamWatch& watch) 
   for (size_t i = 0; i < job.choices.size(); ++i) {
     const auto index = static_cast<int32_t>(i);
     if (job.api == Api::chat) {
-      opening += proto::sse_event(proto::chat_role_chunk(job.header, index, job.include_usage));
+      opening += chunk_event(job, proto::chat_role_chunk(job.header, index, job.include_usage));
       continue;
     }
-    const Part& part = job.parts[i / static_cast<size_t>(job.parts.front().stream->num_choices())];
-    if (part.echo.empty()) continue;
-    proto::CompletionChoice choice{index, part.echo, std::nullopt, 0, std::nullopt};
-    opening += proto::sse_event(proto::completion_chunk(job.header, choice, job.include_usage));
-    job.choices[i].num_chars_sent = proto::num_chars(part.echo);
+    Part& part = job.parts[i / static_cast<size_t>(job.parts.front().stream->num_choices())];
+    opening += echo_chunks(job, part);
   }
   bool ok = co_await writer.begin();
   if (ok) ok = co_await writer.send(opening);
@@ -296,9 +387,8 @@ asio::awaitable<void> answer_stream(Exchange& ex, Job& job, StreamWatch& watch) 
 
 // Everything after parsing, shared by both APIs.
 asio::awaitable<void> generate(Exchange& ex, Job& job, const proto::GenerationOptions& options,
-                               std::vector<std::vector<int32_t>> prompts, std::vector<std::string> echoes,
-                               const config::Config& config) {
-  if (auto error = submit(job, options, std::move(prompts), std::move(echoes), config)) {
+                               std::vector<PreparedPrompt> prompts, const config::Config& config) {
+  if (auto error = submit(job, options, std::move(prompts), config)) {
     set_error(ex.response, *error);
     co_return;
   }
@@ -340,52 +430,95 @@ std::optional<proto::ApiError> check_timeout(const proto::GenerationOptions& opt
   return std::nullopt;
 }
 
+proto::ParseOptions parse_options(const config::Config& config) {
+  return {.strict_fields = config.strict_request_fields, .allow_priority = config.allow_priority};
+}
+
+void log_ignored(const Exchange& ex, const proto::GenerationOptions& options) {
+  for (const std::string& field : options.ignored_fields)
+    spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
+}
+
+// Tokenizing (and rendering a chat template) costs time on this I/O thread in
+// proportion to the text: a text whose bytes alone prove it cannot fit the context
+// is refused before any of that work.
+std::optional<proto::ApiError> check_text_fits(const ModelService& model, size_t num_bytes,
+                                               const std::string& param) {
+  const int64_t max_model_len = model.max_model_len();
+  const int64_t min_tokens = model.min_tokens_of_text(num_bytes);
+  if (min_tokens < max_model_len) return std::nullopt;
+  proto::ApiError error = proto::invalid_request(
+      "This model's maximum context length is " + std::to_string(max_model_len) + " tokens. However, your " +
+          param + " is " + std::to_string(num_bytes) + " bytes long, at least " + std::to_string(min_tokens) +
+          " tokens. Please reduce the length of the " + param + ".",
+      param);
+  error.code = "context_length_exceeded";
+  return error;
+}
+
 asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& services,
                                          const config::Config& config) {
-  auto parsed = proto::parse_completion_request(ex.request.body());
+  auto parsed = proto::parse_completion_request(ex.request.body(), parse_options(config));
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
     set_error(ex.response, *error);
     co_return;
   }
   auto& request = std::get<proto::CompletionRequest>(parsed);
+  log_ignored(ex, request);
   if (auto error = check_timeout(request, config)) {
     set_error(ex.response, *error);
     co_return;
   }
-  if (request.echo && request.sampling.logprobs) {
-    set_error(ex.response, proto::invalid_request("'echo' together with 'logprobs' is not supported.", "echo"));
-    co_return;
-  }
   Job job;
+  job.num_returned = request.sampling.n;
+  job.want_logprobs = request.sampling.logprobs.has_value();
+  if (request.echo && request.sampling.logprobs) {
+    request.sampling.prompt_logprobs = request.sampling.logprobs;  // score the echoed prompt too
+  }
+  if (request.sampling.max_tokens == 0) {  // echo only (checked by the parser): score the prompt
+    job.score_only = true;
+    request.sampling.max_tokens = 1;  // the engine generates at least one token; it is not shown
+  }
+  if (request.best_of > request.sampling.n) {
+    request.sampling.n = request.best_of;
+    if (!request.sampling.logprobs) request.sampling.logprobs = 0;  // the ranking needs each token's logprob
+  }
   job.model = find_model(ex, services, request.model);
   if (!job.model) co_return;
   const tokenizer::Tokenizer& tok = job.model->tokenizer();
-  std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::string> echoes;
+  const bool add_special = request.add_special_tokens.value_or(true);
+  std::vector<PreparedPrompt> prompts;
+  prompts.reserve(request.prompts.size());
   for (const proto::Prompt& prompt : request.prompts) {
+    PreparedPrompt prepared;
     if (const auto* text = std::get_if<std::string>(&prompt)) {
-      prompts.push_back(tok.encode(*text, /*add_special=*/true, /*parse_special=*/true));
-      if (request.echo) echoes.push_back(*text);
+      if (auto error = check_text_fits(*job.model, text->size(), "prompt")) {
+        set_error(ex.response, *error);
+        co_return;
+      }
+      prepared.tokens = tok.encode(*text, add_special, /*parse_special=*/true);
+      if (request.echo) prepared.echo = *text;
     } else {
-      const auto& ids = std::get<std::vector<int32_t>>(prompt);
-      prompts.push_back(ids);
-      if (request.echo) echoes.push_back(tok.decode(ids, /*skip_special=*/false));
+      prepared.tokens = std::get<std::vector<int32_t>>(prompt);
+      if (request.echo) prepared.echo = tok.decode(prepared.tokens, /*skip_special=*/false);
     }
+    prompts.push_back(std::move(prepared));
   }
   job.api = Api::completions;
   job.header = {proto::new_completion_id(), proto::unix_now(), request.model};
-  job.want_logprobs = request.sampling.logprobs.has_value();
   job.include_usage = request.include_usage;
-  co_await generate(ex, job, request, std::move(prompts), std::move(echoes), config);
+  job.continuous_usage = request.continuous_usage_stats;
+  co_await generate(ex, job, request, std::move(prompts), config);
 }
 
 asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, const config::Config& config) {
-  auto parsed = proto::parse_chat_request(ex.request.body());
+  auto parsed = proto::parse_chat_request(ex.request.body(), parse_options(config));
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
     set_error(ex.response, *error);
     co_return;
   }
   auto& request = std::get<proto::ChatRequest>(parsed);
+  log_ignored(ex, request);
   if (auto error = check_timeout(request, config)) {
     set_error(ex.response, *error);
     co_return;
@@ -399,21 +532,31 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
                                                   "model"));
     co_return;
   }
+  size_t num_content_bytes = 0;  // the rendered prompt holds at least the contents
+  for (const proto::ChatMessage& message : request.messages) num_content_bytes += message.content.size();
+  if (auto error = check_text_fits(*job.model, num_content_bytes, "messages")) {
+    set_error(ex.response, *error);
+    co_return;
+  }
   std::string text;
   try {
-    text = job.model->render_chat(request.messages, /*add_generation_prompt=*/true);
+    text = job.model->render_chat(request.messages, /*add_generation_prompt=*/true, request.chat_template_kwargs);
   } catch (const chat::TemplateError& e) {
     set_error(ex.response, proto::invalid_request(std::string("The chat template rejected the messages: ") +
                                                       e.what(), "messages"));
     co_return;
   }
-  std::vector<std::vector<int32_t>> prompts;
-  prompts.push_back(job.model->tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/true));
+  std::vector<PreparedPrompt> prompts(1);
+  // The template writes the special tokens itself (vLLM's default: no BOS added).
+  prompts[0].tokens = job.model->tokenizer().encode(text, request.add_special_tokens.value_or(false),
+                                                    /*parse_special=*/true);
   job.api = Api::chat;
   job.header = {proto::new_chat_completion_id(), proto::unix_now(), request.model};
   job.want_logprobs = request.sampling.logprobs.has_value();
   job.include_usage = request.include_usage;
-  co_await generate(ex, job, request, std::move(prompts), {}, config);
+  job.continuous_usage = request.continuous_usage_stats;
+  job.num_returned = request.sampling.n;
+  co_await generate(ex, job, request, std::move(prompts), config);
 }
 
 }  // namespace

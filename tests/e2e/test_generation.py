@@ -190,7 +190,7 @@ def test_prefix_cache_hit_is_counted_and_gives_the_same_text(tiny):
         ("/v1/completions", {"model": "tiny", "prompt": "x", "temperature": 3}, 400, "temperature"),
         ("/v1/completions", {"model": "tiny", "prompt": "x", "top_p": 0}, 400, "top_p"),
         ("/v1/completions", {"model": "tiny", "prompt": "x", "timeout": 100000}, 400, "timeout"),
-        ("/v1/completions", {"model": "tiny", "prompt": "x", "bogus": 1}, 400, None),
+        ("/v1/completions", {"model": "tiny", "prompt": "x", "logit_bias": {"2000000000": 1}}, 400, "logit_bias"),
         ("/v1/completions", {"model": "nope", "prompt": "x"}, 404, "model"),
         ("/v1/chat/completions", {"model": "tiny", "messages": []}, 400, "messages"),
         ("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user"}]}, 400, None),
@@ -370,17 +370,21 @@ def test_a_full_queue_answers_429(start_daemon):
             assert int(headers["retry-after"]) >= 1
 
 
-def test_a_request_past_its_deadline_ends_with_an_error(smol):
-    body = {"model": SMOL, "prompt": "Once upon a time", "max_tokens": 400, "ignore_eos": True,
-            "temperature": 0, "timeout": 0.5}
+def test_a_request_past_its_deadline_ends_with_its_partial_text(smol):
+    body = {"model": SMOL, "prompt": "Once upon a time", "max_tokens": 4000, "ignore_eos": True,
+            "temperature": 0, "timeout": 2.0}
     status, _, raw = post(smol, "/v1/completions", body)
-    assert status == 408
-    assert_openai_error(raw, code="timeout")
+    if status == 400:  # not even the first token within 2 s
+        assert_openai_error(raw, code="timeout")
+        pytest.skip("the machine is too loaded to generate a token within 2 s")
+    assert status == 200, raw
+    choice = json.loads(raw)["choices"][0]
+    assert choice["finish_reason"] == "timeout"
+    assert choice["text"]
 
     _, events = stream_events(smol, "/v1/completions", {**body, "stream": True})
-    assert "[DONE]" not in events
-    error = json.loads(events[-1])["error"]
-    assert error["code"] == "timeout"
+    assert events[-1] == "[DONE]"
+    assert json.loads(events[-2])["choices"][0]["finish_reason"] == "timeout"
 
 
 def test_engine_metrics_match_the_request_made(tiny):

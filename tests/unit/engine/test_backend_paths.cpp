@@ -130,7 +130,7 @@ std::vector<ChoiceResult> run_requests(Model& model, const tokenizer::Tokenizer&
       r.params.frequency_penalty = 0.5f;
       r.params.presence_penalty = 0.25f;
     }
-    if (i == 3) r.params.logit_bias = {{17, 2.5f}, {40, -100.0f}};
+    if (i == 3) r.params.logit_bias = make_logit_bias({{17, 2.5f}, {40, -100.0f}});
     auto submitted = engine.submit(std::move(r));
     REQUIRE(submitted.ok());
     streams.push_back(submitted.stream);

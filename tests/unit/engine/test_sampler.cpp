@@ -27,7 +27,8 @@ SamplingParams seeded(uint64_t seed = 7) {
 
 TEST_CASE("Sampler: logit_bias adds to the named tokens and ignores ids outside the vocab") {
   std::vector<float> logits{1, 2, 3};
-  Sampler::apply_logit_bias(logits, {{0, 5.0f}, {2, -100.0f}, {7, 1.0f}, {-1, 1.0f}});
+  const std::map<int32_t, float> bias{{0, 5.0f}, {2, -100.0f}, {7, 1.0f}, {-1, 1.0f}};
+  Sampler::apply_logit_bias(logits, &bias);
   CHECK(logits == std::vector<float>{6, 2, -97});
 }
 
@@ -111,9 +112,9 @@ TEST_CASE("Sampler: greedy picks the argmax after bias and penalties, the lowest
   Rng rng(1, 0);
   const std::vector<float> logits{1, 3, 3, 2};
   CHECK(sampler.sample(logits, params, {}, {}, rng).token == 1);
-  params.logit_bias = {{2, 0.5f}};
+  params.logit_bias = make_logit_bias({{2, 0.5f}});
   CHECK(sampler.sample(logits, params, {}, {}, rng).token == 2);
-  params.logit_bias.clear();
+  params.logit_bias.reset();
   params.presence_penalty = 1.5f;
   const std::vector<int32_t> output{1, 2};
   CHECK(sampler.sample(logits, params, {}, output, rng).token == 3);
@@ -294,7 +295,7 @@ TEST_CASE("Sampler: logprobs are the raw model's, the chosen one plus the top N 
 
   SamplingParams params = seeded(5);
   params.temperature = 0.3f;  // processors must not change the reported values
-  params.logit_bias = {{2, 50.0f}};
+  params.logit_bias = make_logit_bias({{2, 50.0f}});
   params.logprobs = 3;
   Rng rng(5, 0);
   const SampleResult result = sampler.sample(logits, params, {}, {}, rng);
@@ -323,6 +324,30 @@ TEST_CASE("Sampler: NaN never wins and a fully masked row still yields a token")
   const SamplingParams params = seeded(1);
   const std::vector<float> masked{kNegInf, kNegInf, kNegInf};
   CHECK(sampler.sample(masked, params, {}, {}, rng).token == 0);
+}
+
+TEST_CASE("Sampler: min_tokens masks the banned ids until the output is long enough") {
+  Sampler sampler(4);
+  SamplingParams params;
+  params.temperature = 0.0f;
+  params.min_tokens = 2;
+  params.min_tokens_banned = {3};
+  Rng rng(1, 0);
+  const std::vector<float> logits{1, 2, 0, 9};
+  const std::vector<int32_t> one{1};
+  const std::vector<int32_t> two{1, 1};
+  CHECK(sampler.sample(logits, params, {}, {}, rng).token == 1);
+  CHECK(sampler.sample(logits, params, {}, one, rng).token == 1);
+  CHECK(sampler.sample(logits, params, {}, two, rng).token == 3);
+  // The device path gets the same mask as a -infinity bias entry.
+  std::vector<backends::LogitAdjust> adjust;
+  (void)sampler.device_row(params, {}, one, rng, adjust);
+  REQUIRE(adjust.size() == 1);
+  CHECK(adjust[0].token == 3);
+  CHECK(std::isinf(adjust[0].bias));
+  adjust.clear();
+  (void)sampler.device_row(params, {}, two, rng, adjust);
+  CHECK(adjust.empty());
 }
 
 }  // namespace

@@ -35,7 +35,9 @@ TEST_CASE("Sampler::device_row: adjust entries reproduce logit_bias and every pe
     params.repetition_penalty = round % 3 == 0 ? 1.0f : 1.3f;
     params.frequency_penalty = round % 4 == 0 ? 0.0f : 0.4f;
     params.presence_penalty = round % 5 == 0 ? 0.0f : -0.7f;
-    for (int i = 0; i < round % 4; ++i) params.logit_bias[token(gen)] = value(gen);
+    LogitBias bias;
+    for (int i = 0; i < round % 4; ++i) bias[token(gen)] = value(gen);
+    params.logit_bias = make_logit_bias(std::move(bias));
     std::vector<int32_t> prompt(static_cast<size_t>(round % 9)), output(static_cast<size_t>(round % 13));
     for (auto& t : prompt) t = token(gen);
     for (auto& t : output) t = token(gen);
@@ -43,7 +45,7 @@ TEST_CASE("Sampler::device_row: adjust entries reproduce logit_bias and every pe
     for (auto& x : logits) x = value(gen);
 
     std::vector<float> host = logits;
-    Sampler::apply_logit_bias(host, params.logit_bias);
+    Sampler::apply_logit_bias(host, params.logit_bias.get());
     sampler.apply_penalties(host, params, prompt, output);
 
     std::vector<backends::LogitAdjust> adjust{{.token = 3, .bias = 9.0f}};  // another row's entry stays put

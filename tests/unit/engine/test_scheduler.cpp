@@ -462,5 +462,32 @@ TEST_CASE("Scheduler: without the prefix cache n > 1 choices start together") {
   CHECK(plan(step_once(scheduler)) == Plan{{"r", 5}, {"r", 5}});
 }
 
+TEST_CASE("a sequence that scores its prompt prefills in bounded chunks and skips the prefix cache") {
+  Scheduler scheduler(make_config(2048, 512, 16, 1024));
+  SequencePtr plain = make_seq("plain", 600, 1);
+  REQUIRE(scheduler.add({plain}).ok());
+  ScheduledStep step = scheduler.schedule(t0);
+  REQUIRE(step.seqs.size() == 1);
+  CHECK(step.seqs[0].num_new_tokens == 600);
+  (void)scheduler.update(step, sample_all(step));
+
+  auto params = std::make_shared<SamplingParams>();
+  params->max_tokens = 1;
+  params->prompt_logprobs = 0;
+  std::vector<int32_t> prompt(600);
+  std::iota(prompt.begin(), prompt.end(), 1);  // the same prompt: cached by now
+  auto scored = std::make_shared<Sequence>("scored", prompt, params, t0);
+  REQUIRE(scheduler.add({scored}).ok());
+  std::vector<int64_t> chunks;
+  for (int i = 0; i < 5 && !scored->is_prefill_done(); ++i) {
+    step = scheduler.schedule(t0);
+    for (const auto& s : step.seqs)
+      if (s.seq == scored) chunks.push_back(s.num_new_tokens);
+    (void)scheduler.update(step, sample_all(step));
+  }
+  CHECK(chunks == std::vector<int64_t>{kMaxPromptScoringTokens, kMaxPromptScoringTokens, 600 - 2 * kMaxPromptScoringTokens});
+  CHECK(scored->num_cached_tokens() == 0);
+}
+
 }  // namespace
 }  // namespace sluice::engine

@@ -168,5 +168,41 @@ TEST_CASE("empty stop strings are ignored") {
   CHECK_FALSE(r.stopped);
 }
 
+TEST_CASE("stop_token_ids stop even with ignore_eos, and their text is cut") {
+  StopChecker checker(StopOptions{.eos_ids = {kEos}, .ignore_eos = true, .token_ids = {42}});
+  CHECK_FALSE(checker.push(kEos, "e").stopped);
+  auto r = checker.push(42, "<x>");
+  CHECK(r.stopped);
+  CHECK(r.matched_stop.empty());
+  CHECK(r.text.empty());
+}
+
+TEST_CASE("include_stop_str keeps the matched stop string and the stop token's text") {
+  {
+    StopChecker checker(StopOptions{.strings = {"END"}, .include_stop_str = true});
+    auto fed = feed(checker, {"the E", "ND and more"});
+    CHECK(fed.stopped);
+    CHECK(fed.matched == "END");
+    CHECK(fed.shown == "the END");
+  }
+  {
+    StopChecker checker(StopOptions{.eos_ids = {kEos}, .include_stop_str = true});
+    auto r = checker.push(kEos, "</s>");
+    CHECK(r.stopped);
+    CHECK(r.text == "</s>");
+  }
+}
+
+TEST_CASE("min_tokens: neither EOS, stop tokens nor stop strings stop before that many tokens") {
+  StopChecker checker(StopOptions{.strings = {"X"}, .eos_ids = {kEos}, .token_ids = {42}, .min_tokens = 3});
+  auto r = checker.push(kEos, "");
+  CHECK_FALSE(r.stopped);
+  r = checker.push(10, "aXb");  // token 2: a stop string, still too early
+  CHECK_FALSE(r.stopped);
+  CHECK(r.text == "aXb");
+  r = checker.push(42, "");     // token 3: stop tokens count again
+  CHECK(r.stopped);
+}
+
 }  // namespace
 }  // namespace sluice::engine

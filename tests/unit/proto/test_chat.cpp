@@ -16,15 +16,15 @@ std::string body_with(const Json& extra) {
   return body.dump();
 }
 
-ChatRequest ok(const Json& extra) {
-  auto result = parse_chat_request(body_with(extra));
+ChatRequest ok(const Json& extra, const ParseOptions& parse = {}) {
+  auto result = parse_chat_request(body_with(extra), parse);
   if (auto* e = std::get_if<ApiError>(&result)) FAIL_CHECK("unexpected error: ", e->message, " param ", e->param);
   REQUIRE(std::holds_alternative<ChatRequest>(result));
   return std::get<ChatRequest>(result);
 }
 
-ApiError err(const std::string& raw) {
-  auto result = parse_chat_request(raw);
+ApiError err(const std::string& raw, const ParseOptions& parse = {}) {
+  auto result = parse_chat_request(raw, parse);
   REQUIRE(std::holds_alternative<ApiError>(result));
   auto e = std::get<ApiError>(result);
   CHECK(e.status == 400);
@@ -32,7 +32,8 @@ ApiError err(const std::string& raw) {
   return e;
 }
 
-std::string err_param(const Json& extra) { return err(body_with(extra)).param; }
+std::string err_param(const Json& extra, const ParseOptions& parse = {}) { return err(body_with(extra), parse).param; }
+const ParseOptions kStrict{.strict_fields = true};
 std::string messages_err(const Json& messages) { return err_param({{"messages", messages}}); }
 
 }  // namespace
@@ -158,7 +159,8 @@ TEST_CASE("chat: response_format, tools and tool_choice") {
   CHECK(e.param == "tools");
   CHECK(e.message.find("not supported") != std::string::npos);
   CHECK(err_param({{"tool_choice", "auto"}}) == "tool_choice");
-  CHECK(err_param({{"parallel_tool_calls", true}}) == "parallel_tool_calls");
+  CHECK(ok({{"parallel_tool_calls", true}}).ignored_fields == std::vector<std::string>{"parallel_tool_calls"});
+  CHECK(err_param({{"parallel_tool_calls", "yes"}}) == "parallel_tool_calls");
   ok({{"tools", nullptr}, {"tool_choice", nullptr}});
   ok({{"tools", Json::array()}, {"tool_choice", "none"}});
 }
@@ -185,21 +187,55 @@ TEST_CASE("chat: the shared fields behave as in completions") {
   CHECK(r.sampling.n == 3);
   CHECK(r.include_usage);
   CHECK(r.stop.size() == 2);
-  CHECK(r.sampling.logit_bias.at(3) == -1.0f);
+  CHECK(r.sampling.logit_bias->at(3) == -1.0f);
   CHECK(r.timeout_s == 0.5);
   CHECK(err_param({{"temperature", 3}}) == "temperature");
   CHECK(err_param({{"stop", Json::array({"a", "b", "c", "d", "e"})}}) == "stop");
   CHECK(err_param({{"logit_bias", {{"x", 1}}}}) == "logit_bias");
   CHECK(err_param({{"stream_options", {{"include_usage", true}}}}) == "stream_options");
-  CHECK(err_param({{"n", 200}}) == "n");
+  CHECK(err_param({{"n", 17}}) == "n");
 }
 
-TEST_CASE("chat: unknown and completions-only fields are refused by name") {
-  CHECK(err_param({{"prompt", "x"}}) == "prompt");
-  CHECK(err_param({{"echo", true}}) == "echo");
-  CHECK(err_param({{"best_of", 1}}) == "best_of");
-  CHECK(err_param({{"functions", Json::array()}}) == "functions");
-  auto e = err(body_with({{"reasoning_effort", "low"}}));
-  CHECK(e.param == "reasoning_effort");
-  CHECK(e.message.find("reasoning_effort") != std::string::npos);
+TEST_CASE("chat: unknown and completions-only fields are refused by name when strict, else ignored") {
+  CHECK(err_param({{"prompt", "x"}}, kStrict) == "prompt");
+  CHECK(err_param({{"echo", true}}, kStrict) == "echo");
+  CHECK(err_param({{"best_of", 1}}, kStrict) == "best_of");
+  auto e = err(body_with({{"functions", Json::array()}}), kStrict);
+  CHECK(e.param == "functions");
+  CHECK(e.message.find("functions") != std::string::npos);
+  CHECK(ok({{"prompt", "x"}, {"echo", true}}).ignored_fields == std::vector<std::string>{"echo", "prompt"});
+}
+
+TEST_CASE("chat: OpenAI's fields are accepted (even when strict), type-checked, and ignored") {
+  const Json fields = {{"store", false},
+                       {"metadata", {{"k", "v"}}},
+                       {"service_tier", "auto"},
+                       {"reasoning_effort", "low"},
+                       {"modalities", {"text"}},
+                       {"prediction", {{"type", "content"}, {"content", "x"}}},
+                       {"user", "u"},
+                       {"parallel_tool_calls", false},
+                       {"verbosity", "low"},
+                       {"prompt_cache_key", "k"},
+                       {"safety_identifier", "s"},
+                       {"audio", nullptr},
+                       {"stream", true},
+                       {"stream_options", {{"include_usage", true}, {"include_obfuscation", true}}}};
+  auto r = ok(fields, kStrict);
+  CHECK(r.user == "u");
+  CHECK(r.include_usage);
+  CHECK(r.ignored_fields.size() == 11);
+  CHECK(err_param({{"store", "yes"}}) == "store");
+  CHECK(err_param({{"metadata", "x"}}) == "metadata");
+  CHECK(err_param({{"service_tier", 1}}) == "service_tier");
+  CHECK(err_param({{"modalities", {"text", "audio"}}}) == "modalities");
+  CHECK(err_param({{"audio", {{"voice", "alloy"}}}}) == "audio");
+}
+
+TEST_CASE("chat: vLLM's chat_template_kwargs and add_special_tokens") {
+  auto r = ok({{"chat_template_kwargs", {{"enable_thinking", false}}}, {"add_special_tokens", true}});
+  CHECK(r.chat_template_kwargs == Json{{"enable_thinking", false}});
+  CHECK(r.add_special_tokens == true);
+  CHECK(ok({}).chat_template_kwargs.empty());
+  CHECK(err_param({{"chat_template_kwargs", "x"}}) == "chat_template_kwargs");
 }

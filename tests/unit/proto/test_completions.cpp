@@ -15,15 +15,15 @@ std::string body_with(const Json& extra) {
   return body.dump();
 }
 
-CompletionRequest ok(const Json& extra) {
-  auto result = parse_completion_request(body_with(extra));
+CompletionRequest ok(const Json& extra, const ParseOptions& parse = {}) {
+  auto result = parse_completion_request(body_with(extra), parse);
   if (auto* e = std::get_if<ApiError>(&result)) FAIL_CHECK("unexpected error: ", e->message, " param ", e->param);
   REQUIRE(std::holds_alternative<CompletionRequest>(result));
   return std::get<CompletionRequest>(result);
 }
 
-ApiError err(const std::string& raw) {
-  auto result = parse_completion_request(raw);
+ApiError err(const std::string& raw, const ParseOptions& parse = {}) {
+  auto result = parse_completion_request(raw, parse);
   REQUIRE(std::holds_alternative<ApiError>(result));
   auto e = std::get<ApiError>(result);
   CHECK(e.status == 400);
@@ -32,7 +32,9 @@ ApiError err(const std::string& raw) {
   return e;
 }
 
-std::string err_param(const Json& extra) { return err(body_with(extra)).param; }
+std::string err_param(const Json& extra, const ParseOptions& parse = {}) { return err(body_with(extra), parse).param; }
+
+const ParseOptions kStrict{.strict_fields = true};
 
 }  // namespace
 
@@ -161,10 +163,15 @@ TEST_CASE("completions: float ranges") {
 
 TEST_CASE("completions: integer fields") {
   CHECK(ok({{"n", 1}}).sampling.n == 1);
-  CHECK(ok({{"n", 128}}).sampling.n == 128);
+  CHECK(ok({{"n", 16}}).sampling.n == 16);
   CHECK(ok({{"n", nullptr}}).sampling.n == 1);
-  CHECK(err_param({{"n", 0}}) == "n");
-  CHECK(err_param({{"n", 129}}) == "n");
+  // One limit, said the same way whichever side of it the value falls.
+  auto zero = err(body_with({{"n", 0}}));
+  auto above = err(body_with({{"n", 17}}));
+  CHECK(zero.param == "n");
+  CHECK(above.param == "n");
+  CHECK(zero.message.find("between 1 and 16") != std::string::npos);
+  CHECK(above.message.find("between 1 and 16") != std::string::npos);
   CHECK(err_param({{"n", "2"}}) == "n");
 
   CHECK(ok({{"top_k", -1}}).sampling.top_k == -1);
@@ -188,10 +195,16 @@ TEST_CASE("completions: integer fields") {
   CHECK(err_param({{"seed", 1.5}}) == "seed");
   CHECK(err_param({{"seed", "1"}}) == "seed");
 
-  CHECK(ok({{"priority", -10}}).priority == -10);
-  CHECK(ok({{"priority", 7}}).priority == 7);
+  // priority: ignored unless the operator allows it, then bounded.
+  CHECK(ok({{"priority", -10}}).priority == 0);
+  CHECK(ok({{"priority", -10}}).ignored_fields == std::vector<std::string>{"priority"});
   CHECK(err_param({{"priority", 0.5}}) == "priority");
   CHECK(err_param({{"priority", 1LL << 40}}) == "priority");
+  const ParseOptions allow{.allow_priority = true};
+  CHECK(ok({{"priority", -10}}, allow).priority == -10);
+  CHECK(ok({{"priority", 1000}}, allow).priority == 1000);
+  CHECK(err_param({{"priority", 1001}}, allow) == "priority");
+  CHECK(err_param({{"priority", -1001}}, allow) == "priority");
 }
 
 TEST_CASE("completions: booleans, strings and timeout") {
@@ -226,11 +239,11 @@ TEST_CASE("completions: stop") {
 
 TEST_CASE("completions: logit_bias") {
   auto r = ok({{"logit_bias", {{"50256", -100}, {"7", 2.5}, {"0", 100}}}});
-  CHECK(r.sampling.logit_bias.size() == 3);
-  CHECK(r.sampling.logit_bias.at(50256) == -100.0f);
-  CHECK(r.sampling.logit_bias.at(7) == 2.5f);
-  CHECK(ok({{"logit_bias", nullptr}}).sampling.logit_bias.empty());
-  CHECK(ok({{"logit_bias", Json::object()}}).sampling.logit_bias.empty());
+  CHECK(r.sampling.logit_bias->size() == 3);
+  CHECK(r.sampling.logit_bias->at(50256) == -100.0f);
+  CHECK(r.sampling.logit_bias->at(7) == 2.5f);
+  CHECK_FALSE(ok({{"logit_bias", nullptr}}).sampling.logit_bias);
+  CHECK_FALSE(ok({{"logit_bias", Json::object()}}).sampling.logit_bias);
   CHECK(err_param({{"logit_bias", {{"7", 101}}}}) == "logit_bias");
   CHECK(err_param({{"logit_bias", {{"7", -100.5}}}}) == "logit_bias");
   CHECK(err_param({{"logit_bias", {{"abc", 1}}}}) == "logit_bias");
@@ -250,17 +263,35 @@ TEST_CASE("completions: stream_options only with stream") {
   CHECK(err_param({{"stream", false}, {"stream_options", {{"include_usage", true}}}}) == "stream_options");
   CHECK(err_param({{"stream", true}, {"stream_options", {{"include_usage", 1}}}}) ==
         "stream_options.include_usage");
-  CHECK(err_param({{"stream", true}, {"stream_options", {{"bogus", true}}}}) == "stream_options.bogus");
+  CHECK(err_param({{"stream", true}, {"stream_options", {{"bogus", true}}}}, kStrict) == "stream_options.bogus");
+  CHECK(ok({{"stream", true}, {"stream_options", {{"bogus", true}}}}).ignored_fields ==
+        std::vector<std::string>{"stream_options.bogus"});
+  CHECK(ok({{"stream", true}, {"stream_options", {{"continuous_usage_stats", true}}}}).continuous_usage_stats);
+  CHECK(ok({{"stream", true}, {"stream_options", {{"include_obfuscation", false}}}}).ignored_fields.size() == 1);
+  CHECK(err_param({{"stream", true}, {"stream_options", {{"include_obfuscation", 1}}}}) ==
+        "stream_options.include_obfuscation");
   CHECK(err_param({{"stream", true}, {"stream_options", true}}) == "stream_options");
 }
 
-TEST_CASE("completions: best_of only when it equals n") {
+TEST_CASE("completions: best_of at least n, at most 16, never streamed when above n") {
   CHECK(ok({{"best_of", 1}}).sampling.n == 1);
-  CHECK(ok({{"best_of", 3}, {"n", 3}}).sampling.n == 3);
-  CHECK(ok({{"best_of", nullptr}, {"n", 2}}).sampling.n == 2);
-  CHECK(err_param({{"best_of", 2}}) == "best_of");
+  CHECK(ok({{"best_of", 3}, {"n", 3}}).best_of == 3);
+  CHECK(ok({{"best_of", nullptr}, {"n", 2}}).best_of == 0);
+  CHECK(ok({{"best_of", 4}, {"n", 2}}).best_of == 4);
+  CHECK(ok({{"best_of", 2}, {"n", 2}, {"stream", true}}).best_of == 2);
   CHECK(err_param({{"best_of", 2}, {"n", 3}}) == "best_of");
+  CHECK(err_param({{"best_of", 17}}) == "best_of");
+  CHECK(err_param({{"best_of", 3}, {"stream", true}}) == "best_of");
   CHECK(err_param({{"best_of", "2"}}) == "best_of");
+  // prompts x best_of is what the engine generates, so that is what is capped.
+  Json prompts = Json::array();
+  for (int i = 0; i < 17; ++i) prompts.push_back("p");
+  CHECK(err_param({{"prompt", prompts}, {"best_of", 16}}) == "n");
+}
+
+TEST_CASE("completions: max_tokens 0 only with echo") {
+  CHECK(ok({{"max_tokens", 0}, {"echo", true}}).sampling.max_tokens == 0);
+  CHECK(err_param({{"max_tokens", 0}}) == "max_tokens");
 }
 
 TEST_CASE("completions: suffix only when empty") {
@@ -270,13 +301,64 @@ TEST_CASE("completions: suffix only when empty") {
   CHECK(err_param({{"suffix", 1}}) == "suffix");
 }
 
-TEST_CASE("completions: unknown fields are refused by name, never ignored") {
-  auto e = err(body_with({{"frobnicate", 1}}));
+TEST_CASE("completions: unknown fields are ignored by default and refused by name when strict") {
+  auto r = ok({{"frobnicate", 1}, {"prompt_embeds", nullptr}});
+  CHECK(r.ignored_fields == std::vector<std::string>{"frobnicate", "prompt_embeds"});
+  auto e = err(body_with({{"frobnicate", 1}}), kStrict);
   CHECK(e.param == "frobnicate");
   CHECK(e.message.find("frobnicate") != std::string::npos);
-  CHECK(err_param({{"messages", Json::array()}}) == "messages");
-  CHECK(err_param({{"top_logprobs", 2}}) == "top_logprobs");
-  CHECK(err_param({{"prompt_embeds", nullptr}}) == "prompt_embeds");
+  CHECK(err_param({{"messages", Json::array()}}, kStrict) == "messages");
+  CHECK(err_param({{"top_logprobs", 2}}, kStrict) == "top_logprobs");
+  CHECK(err_param({{"prompt_embeds", nullptr}}, kStrict) == "prompt_embeds");
+}
+
+TEST_CASE("completions: vLLM's extras parse and are checked") {
+  auto r = ok({{"min_tokens", 3}, {"stop_token_ids", {5, 9}}, {"include_stop_str_in_output", true},
+               {"skip_special_tokens", false}, {"add_special_tokens", false}});
+  CHECK(r.sampling.min_tokens == 3);
+  CHECK(r.stop_token_ids == std::vector<int32_t>{5, 9});
+  CHECK(r.include_stop_str_in_output);
+  CHECK_FALSE(r.skip_special_tokens);
+  CHECK(r.add_special_tokens == false);
+  CHECK(r.ignored_fields.empty());
+  CHECK_FALSE(ok({}).add_special_tokens.has_value());
+  CHECK(ok({}).skip_special_tokens);
+  CHECK(err_param({{"min_tokens", -1}}) == "min_tokens");
+  CHECK(err_param({{"min_tokens", 17}, {"max_tokens", 16}}) == "min_tokens");
+  CHECK(err_param({{"stop_token_ids", {-1}}}) == "stop_token_ids");
+  CHECK(err_param({{"stop_token_ids", Json(std::vector<int>(65, 1))}}) == "stop_token_ids");
+  CHECK(err_param({{"include_stop_str_in_output", "yes"}}) == "include_stop_str_in_output");
+  CHECK(err_param({{"skip_special_tokens", 0}}) == "skip_special_tokens");
+  CHECK(err_param({{"add_special_tokens", 1}}) == "add_special_tokens");
+}
+
+TEST_CASE("completions: prompts and prompts x n are capped before anything is built from them") {
+  Json many = Json::array();
+  for (size_t i = 0; i < kMaxPrompts + 1; ++i) many.push_back("p");
+  auto e = err(body_with({{"prompt", many}}));
+  CHECK(e.param == "prompt");
+  CHECK(e.message.find(std::to_string(kMaxPrompts)) != std::string::npos);
+  Json fit = Json::array();
+  for (int i = 0; i < 16; ++i) fit.push_back("p");
+  CHECK(ok({{"prompt", fit}, {"n", 16}}).prompts.size() == 16);  // 256 choices
+  fit.push_back("p");
+  CHECK(err_param({{"prompt", fit}, {"n", 16}}) == "n");  // 272
+  // A single prompt of many token ids is one prompt, not many.
+  CHECK(ok({{"prompt", Json(std::vector<int>(1000, 1))}}).prompts.size() == 1);
+}
+
+TEST_CASE("completions: logit_bias holds at most 300 entries, shared by every copy of the params") {
+  Json bias = Json::object();
+  for (int i = 0; i < 300; ++i) bias[std::to_string(i)] = 1;
+  auto r = ok({{"logit_bias", bias}});
+  REQUIRE(r.sampling.logit_bias);
+  CHECK(r.sampling.logit_bias->size() == 300);
+  sluice::engine::SamplingParams copy = r.sampling;
+  CHECK(copy.logit_bias.get() == r.sampling.logit_bias.get());
+  bias["300"] = 1;
+  auto e = err(body_with({{"logit_bias", bias}}));
+  CHECK(e.param == "logit_bias");
+  CHECK(e.message.find("300") != std::string::npos);
 }
 
 TEST_CASE("completions: a full vLLM-style body parses") {
@@ -286,6 +368,7 @@ TEST_CASE("completions: a full vLLM-style body parses") {
                {"presence_penalty", 0.5}, {"frequency_penalty", -0.5}, {"logit_bias", {{"1", 1}}},
                {"user", "x"},       {"top_k", 40},        {"min_p", 0.05},       {"repetition_penalty", 1.1},
                {"ignore_eos", true}, {"priority", 3},     {"timeout", 10},       {"best_of", 2},
+               {"min_tokens", 2},   {"stop_token_ids", {3}}, {"include_stop_str_in_output", false},
                {"suffix", nullptr}});
   CHECK(r.sampling.max_tokens == 32);
   CHECK(r.sampling.n == 2);

@@ -70,7 +70,13 @@ TEST_CASE("responses: completion logprobs in the legacy format, echo's first tok
   // Streaming continues the offsets of the text already sent.
   auto more = completion_logprobs({{"!", -0.1f, {}}}, 8);
   CHECK(wire(more)["text_offset"] == Json::parse("[8]"));
-  CHECK(wire(more)["top_logprobs"] == Json::parse("[{}]"));
+  // "logprobs": 0 shows the chosen token itself, not {}.
+  CHECK(wire(more)["top_logprobs"][0] == Json{{"!", wire(more)["token_logprobs"][0]}});
+}
+
+TEST_CASE("responses: a chosen token outside the top alternatives joins them (logprobs + 1 entries)") {
+  auto got = wire(completion_logprobs({{" z", -3.0f, {{" a", -0.5f}, {" b", -1.0f}}}}, 0));
+  CHECK(got["top_logprobs"] == Json::parse(R"([{" a": -0.5, " b": -1.0, " z": -3.0}])"));
 }
 
 TEST_CASE("responses: completion stream chunks and the usage chunk") {

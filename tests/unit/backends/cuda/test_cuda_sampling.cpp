@@ -85,8 +85,9 @@ std::vector<LogitAdjust> adjust_for(const engine::SamplingParams& p, const Histo
   std::map<int32_t, LogitAdjust> entries;
   const auto entry = [&](int32_t t) -> LogitAdjust& { return entries.try_emplace(t, LogitAdjust{.token = t}).first->second; };
   const auto in_vocab = [&](int32_t t) { return t >= 0 && t < vocab; };
-  for (const auto& [token, bias] : p.logit_bias)
-    if (in_vocab(token)) entry(token).bias = bias;
+  if (p.logit_bias)
+    for (const auto& [token, bias] : *p.logit_bias)
+      if (in_vocab(token)) entry(token).bias = bias;
   const float r = p.repetition_penalty;
   if (r != 1.0f && r > 0.0f)
     for (const auto* history : {&h.prompt, &h.output})
@@ -370,7 +371,7 @@ TEST_CASE("cuda sampling: greedy rows and logprobs match the host Sampler") {
     }
     const std::vector<int32_t> ids = random_ints(rng, 6, 0, vocab - 1);
     engine::SamplingParams bias;
-    bias.logit_bias = {{ids[0], 30.0f}, {ids[1], -100.0f}, {ids[2], 0.5f}};
+    bias.logit_bias = engine::make_logit_bias({{ids[0], 30.0f}, {ids[1], -100.0f}, {ids[2], 0.5f}});
     bias.logprobs = 3;
     add(bias, {}, llm_logits(rng, vocab));
     engine::SamplingParams repetition;
@@ -382,7 +383,7 @@ TEST_CASE("cuda sampling: greedy rows and logprobs match the host Sampler") {
     penalties.logprobs = 0;
     add(penalties, random_history(rng, vocab, 10, 30), llm_logits(rng, vocab));
     engine::SamplingParams all;
-    all.logit_bias = {{ids[3], 2.0f}, {ids[4], -3.0f}};
+    all.logit_bias = engine::make_logit_bias({{ids[3], 2.0f}, {ids[4], -3.0f}});
     all.repetition_penalty = 0.8f;
     all.frequency_penalty = -0.4f;
     all.presence_penalty = 0.25f;
@@ -474,7 +475,7 @@ TEST_CASE("cuda sampling: sampled rows match the host reference") {
       }
       // With adjust entries.
       engine::SamplingParams p;
-      p.logit_bias = {{vocab / 2, 4.0f}, {vocab - 1, -2.0f}};
+      p.logit_bias = engine::make_logit_bias({{vocab / 2, 4.0f}, {vocab - 1, -2.0f}});
       p.repetition_penalty = 1.25f;
       p.frequency_penalty = 0.3f;
       p.presence_penalty = 0.2f;

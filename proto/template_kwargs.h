@@ -1,0 +1,14 @@
+#pragma once
+// vLLM's chat_template_kwargs: a request's JSON object turned into chat template
+// variables, each value as the template would see it after json.loads in Python.
+#include <nlohmann/json_fwd.hpp>
+
+#include "engine/chat/chat_template.h"
+
+namespace sluice::proto {
+
+// Sets every key of `kwargs` (a JSON object) as a variable of `options`, replacing a
+// variable of the same name.
+void add_template_variables(const nlohmann::json& kwargs, chat::RenderOptions& options);
+
+}  // namespace sluice::proto
