@@ -16,7 +16,7 @@ StopChecker::StopChecker(StopOptions options)
 }
 
 StopChecker::StopChecker(std::vector<std::string> stop_strings, std::vector<int32_t> eos_ids, bool ignore_eos)
-    : StopChecker(StopOptions{.strings = std::move(stop_strings), .eos_ids = std::move(eos_ids), .ignore_eos = ignore_eos}) {}
+    : StopChecker(StopOptions{.strings = std::move(stop_strings), .eos_ids = std::move(eos_ids), .ignore_eos = ignore_eos, .token_ids = {}, .min_tokens = 0, .include_stop_str = false}) {}
 
 bool StopChecker::is_stop_token(int32_t token) const {
   if (num_tokens_ < min_tokens_) return false;

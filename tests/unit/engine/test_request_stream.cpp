@@ -11,7 +11,7 @@
 namespace sluice::engine {
 namespace {
 
-ChoiceDelta delta(int32_t token) { return ChoiceDelta{.index = 0, .text = "t", .token_ids = {token}, .logprobs = {}}; }
+ChoiceDelta delta(int32_t token) { return ChoiceDelta{.index = 0, .text = "t", .token_ids = {token}, .logprobs = {}, .prompt_logprobs = {}}; }
 
 ChoiceFinish finish(int32_t index, FinishReason reason = FinishReason::stop) {
   ChoiceFinish f;

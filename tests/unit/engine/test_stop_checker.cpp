@@ -169,7 +169,7 @@ TEST_CASE("empty stop strings are ignored") {
 }
 
 TEST_CASE("stop_token_ids stop even with ignore_eos, and their text is cut") {
-  StopChecker checker(StopOptions{.eos_ids = {kEos}, .ignore_eos = true, .token_ids = {42}});
+  StopChecker checker(StopOptions{.strings = {}, .eos_ids = {kEos}, .ignore_eos = true, .token_ids = {42}, .min_tokens = 0, .include_stop_str = false});
   CHECK_FALSE(checker.push(kEos, "e").stopped);
   auto r = checker.push(42, "<x>");
   CHECK(r.stopped);
@@ -179,14 +179,14 @@ TEST_CASE("stop_token_ids stop even with ignore_eos, and their text is cut") {
 
 TEST_CASE("include_stop_str keeps the matched stop string and the stop token's text") {
   {
-    StopChecker checker(StopOptions{.strings = {"END"}, .include_stop_str = true});
+    StopChecker checker(StopOptions{.strings = {"END"}, .eos_ids = {}, .ignore_eos = false, .token_ids = {}, .min_tokens = 0, .include_stop_str = true});
     auto fed = feed(checker, {"the E", "ND and more"});
     CHECK(fed.stopped);
     CHECK(fed.matched == "END");
     CHECK(fed.shown == "the END");
   }
   {
-    StopChecker checker(StopOptions{.eos_ids = {kEos}, .include_stop_str = true});
+    StopChecker checker(StopOptions{.strings = {}, .eos_ids = {kEos}, .ignore_eos = false, .token_ids = {}, .min_tokens = 0, .include_stop_str = true});
     auto r = checker.push(kEos, "</s>");
     CHECK(r.stopped);
     CHECK(r.text == "</s>");
@@ -194,7 +194,7 @@ TEST_CASE("include_stop_str keeps the matched stop string and the stop token's t
 }
 
 TEST_CASE("min_tokens: neither EOS, stop tokens nor stop strings stop before that many tokens") {
-  StopChecker checker(StopOptions{.strings = {"X"}, .eos_ids = {kEos}, .token_ids = {42}, .min_tokens = 3});
+  StopChecker checker(StopOptions{.strings = {"X"}, .eos_ids = {kEos}, .ignore_eos = false, .token_ids = {42}, .min_tokens = 3, .include_stop_str = false});
   auto r = checker.push(kEos, "");
   CHECK_FALSE(r.stopped);
   r = checker.push(10, "aXb");  // token 2: a stop string, still too early
