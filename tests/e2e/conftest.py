@@ -106,6 +106,18 @@ class Daemon:
             self.proc.wait(timeout=10)
 
 
+def start_module_daemon(*args):
+    """A daemon on 127.0.0.1 with `args`, ready: for module-scoped fixtures (the caller kills it)."""
+    daemon = Daemon(["--host", "127.0.0.1", "--port", "0", *args])
+    try:
+        daemon.wait_listening()
+        daemon.wait_for_log(r"ready: \d+ model", timeout=60)
+    except BaseException:
+        daemon.kill()
+        raise
+    return daemon
+
+
 @pytest.fixture
 def start_daemon():
     """start_daemon(*args, env=None, model=TINY_MODEL, ready=True) -> Daemon."""

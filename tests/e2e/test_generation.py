@@ -14,26 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import DEFAULT_MODEL, TINY_MODEL, Daemon, require_model
+from conftest import DEFAULT_MODEL, TINY_MODEL, start_module_daemon, require_model
 from http_util import assert_openai_error, parse_metrics, request
 
 SMOL = "SmolLM2-135M-Instruct.Q4_1"
 
 
-def _start(model_arg):
-    daemon = Daemon(["--host", "127.0.0.1", "--port", "0", "--model", model_arg])
-    try:
-        daemon.wait_listening()
-        daemon.wait_for_log(r"ready: \d+ model", timeout=60)
-    except BaseException:
-        daemon.kill()
-        raise
-    return daemon
-
-
 @pytest.fixture(scope="module")
 def tiny():
-    daemon = _start(f"tiny={TINY_MODEL}")
+    daemon = start_module_daemon("--model", f"tiny={TINY_MODEL}")
     yield daemon
     daemon.kill()
 
@@ -41,7 +30,7 @@ def tiny():
 @pytest.fixture(scope="module")
 def smol():
     require_model(DEFAULT_MODEL, "`make model`")
-    daemon = _start(str(DEFAULT_MODEL))
+    daemon = start_module_daemon("--model", str(DEFAULT_MODEL))
     yield daemon
     daemon.kill()
 

@@ -9,26 +9,15 @@ import time
 
 import pytest
 
-from conftest import DEFAULT_MODEL, TINY_MODEL, Daemon
+from conftest import DEFAULT_MODEL, TINY_MODEL, start_module_daemon
 from http_util import assert_openai_error, parse_metrics, request
 
 SMOL = "SmolLM2-135M-Instruct.Q4_1"
 
 
-def _start(*args):
-    daemon = Daemon(["--host", "127.0.0.1", "--port", "0", *args])
-    try:
-        daemon.wait_listening()
-        daemon.wait_for_log(r"ready: \d+ model", timeout=60)
-    except BaseException:
-        daemon.kill()
-        raise
-    return daemon
-
-
 @pytest.fixture(scope="module")
 def tiny():
-    daemon = _start("--model", f"tiny={TINY_MODEL}")
+    daemon = start_module_daemon("--model", f"tiny={TINY_MODEL}")
     yield daemon
     daemon.kill()
 
@@ -37,7 +26,7 @@ def tiny():
 def smol():
     if not DEFAULT_MODEL.exists():
         pytest.skip(f"{DEFAULT_MODEL} is missing: `make model` fetches it")
-    daemon = _start("--model", str(DEFAULT_MODEL))
+    daemon = start_module_daemon("--model", str(DEFAULT_MODEL))
     yield daemon
     daemon.kill()
 
