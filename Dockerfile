@@ -52,9 +52,11 @@ COPY --from=build /models/SmolLM2-135M-Instruct.Q4_1.gguf /models/
 # Numeric, so that runAsNonRoot-style checks can verify it without /etc/passwd.
 USER 10001:10001
 EXPOSE 8080
+# The default model's sampling defaults for requests that leave them out (see the Makefile).
 ENV SLUICE_HOST=0.0.0.0 \
     SLUICE_PORT=8080 \
-    SLUICE_MODEL=/models/SmolLM2-135M-Instruct.Q4_1.gguf
+    SLUICE_MODEL=/models/SmolLM2-135M-Instruct.Q4_1.gguf \
+    SLUICE_GENERATION_CONFIG='{"temperature": 0.2, "top_p": 0.9}'
 
 # A missing shared library or an unreadable model fails the image build, not the
 # first `docker run`.

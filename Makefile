@@ -4,7 +4,13 @@
 
 BUILD_DIR  ?= build
 BUILD_TYPE ?= Release
-MODEL      ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
+DEFAULT_MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
+MODEL      ?= $(DEFAULT_MODEL)
+# Server-side sampling defaults for requests that leave the fields out. The default
+# model's GGUF carries no general.sampling.* keys, and at OpenAI's temperature 1.0 a
+# 135M model rambles; its model card samples at temperature 0.2, top_p 0.9.
+SMOLLM2_SAMPLING := {"temperature": 0.2, "top_p": 0.9}
+GENERATION_CONFIG ?= $(if $(filter $(DEFAULT_MODEL),$(MODEL)),$(SMOLLM2_SAMPLING))
 SERVE_ARGS ?=
 VENV       := .venv
 CMAKE_ARGS ?=
@@ -41,7 +47,7 @@ $(VENV)/.installed: tests/e2e/requirements.txt
 venv: deps $(VENV)/.installed
 
 serve: build model
-	$(BUILD_DIR)/server/sluice serve --model $(MODEL) $(SERVE_ARGS)
+	$(BUILD_DIR)/server/sluice serve --model $(MODEL) $(if $(GENERATION_CONFIG),--generation-config '$(GENERATION_CONFIG)') $(SERVE_ARGS)
 
 # test-models fetched the real models: a test that finds one missing fails (not skips).
 test: build test-models venv
