@@ -265,13 +265,18 @@ def engine_metric(daemon, name):
     return {labels: value for (metric, labels), value in samples.items() if metric == name}
 
 
-def test_disconnect_mid_stream_frees_the_blocks(smol):
+@pytest.mark.parametrize("prompt, n, choices", [
+    ("Once upon a time", 1, 1),
+    # A multi-prompt request: every prompt's choices go with the connection.
+    (["Once upon a time", "In a galaxy far away", "The weather today"], 2, 6),
+])
+def test_disconnect_mid_stream_aborts_every_choice_and_frees_the_blocks(smol, prompt, n, choices):
     def aborted():
         return sum(v for labels, v in engine_metric(smol, "sluice_request_success_total").items()
                    if dict(labels).get("finished_reason") == "abort")
 
     before = aborted()
-    body = {"model": SMOL, "prompt": "Once upon a time", "max_tokens": 4000, "ignore_eos": True,
+    body = {"model": SMOL, "prompt": prompt, "n": n, "max_tokens": 4000, "ignore_eos": True,
             "temperature": 0, "stream": True}
     payload = json.dumps(body).encode()
     with socket.create_connection(("127.0.0.1", smol.port), timeout=30) as sock:
@@ -286,11 +291,13 @@ def test_disconnect_mid_stream_frees_the_blocks(smol):
     while time.monotonic() < deadline:
         running = sum(engine_metric(smol, "sluice_num_requests_running").values())
         usage = sum(engine_metric(smol, "sluice_kv_cache_usage_perc").values())
-        if aborted() == before + 1 and running == 0 and usage == 0:
+        if aborted() >= before + choices and running == 0 and usage == 0:
             break
         time.sleep(0.1)
     else:
-        pytest.fail(f"the request was not aborted:\n{smol.log[-3000:]}")
+        pytest.fail(f"aborts {aborted() - before} of {choices}, running {running}, KV usage {usage}:\n"
+                    f"{smol.log[-3000:]}")
+    assert aborted() == before + choices
     assert "finished (abort)" in smol.log
 
 
