@@ -187,6 +187,19 @@ TEST_CASE("tokenizer.json ids beyond the tokens listed are refused, not allocate
   CHECK_THROWS_AS(load(R"({"model":{"type":"BPE","vocab":{"a":"zero"}}})"), loader::LoadError);
 }
 
+TEST_CASE("a byte token that is not <0xHH> decodes as its text") {
+  // Found by tests/fuzz/fuzz_tokenizer_json: "<0x<s>" passed for a byte token and
+  // std::stoi's exception escaped the load.
+  const std::string json =
+      R"({"model":{"type":"BPE","byte_fallback":true,"vocab":{"<0x0A>":0,"<0x<s>":1,"a":2},"merges":[]}})";
+  loader::testing::Bytes bytes(json.size());
+  std::memcpy(bytes.data(), json.data(), json.size());
+  loader::testing::TempFile file(bytes, "tokenizer.json");
+  const Tokenizer tokenizer = Tokenizer::from_hf_dir(file.path().parent_path());
+  CHECK(tokenizer.token_to_piece(0) == "\n");
+  CHECK(tokenizer.token_to_piece(1) == "<0x<s>");
+}
+
 TEST_CASE("encode speed (printed, not asserted)") {
   const fs::path smol = kModels / "SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!fs::exists(smol)) return;
