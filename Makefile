@@ -21,7 +21,7 @@ CUDA       ?= $(if $(or $(wildcard /usr/local/cuda/bin/nvcc),$(shell command -v 
 # ccache keys on paths relative to the checkout, so clones in other folders hit the cache.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps model test-models build venv serve test test-cpu-only clean
+.PHONY: all deps model test-models build venv serve test test-cpu-only test-sanitize clean
 
 all: build
 
@@ -60,5 +60,18 @@ test-cpu-only: deps test-models
 	cmake --build build-cpu --target sluice sluice_unit_tests
 	SLUICE_REQUIRE_MODELS=1 build-cpu/tests/sluice_unit_tests
 
+# The unit and end-to-end tests again, on a CPU-only daemon built with AddressSanitizer
+# and UndefinedBehaviorSanitizer (g++ runtimes). Any report fails the run: UBSan does
+# not recover, ASan aborts, LeakSanitizer checks every process at exit. No report
+# is suppressed: the whole suite runs clean.
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANITIZE_ENV   := ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+                  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+test-sanitize: deps test-models venv
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_CUDA=OFF \
+	  -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" $(CMAKE_ARGS)
+	cmake --build build-asan --target sluice sluice_unit_tests
+	$(SANITIZE_ENV) ctest --test-dir build-asan --output-on-failure
+
 clean:
-	rm -rf $(BUILD_DIR) build-cpu
+	rm -rf $(BUILD_DIR) build-cpu build-asan

@@ -24,8 +24,9 @@ build_pkgs=(
   python3 python3-venv curl libpcre2-dev
 )
 # The end-to-end tests check the metrics with a real Prometheus and promtool, and
-# the compose file with docker-compose.
-test_pkgs=(prometheus docker-compose)
+# the compose file with docker-compose. The fuzz targets (tests/fuzz/) need clang and
+# libFuzzer's runtime, which clang only recommends (and we install no recommends).
+test_pkgs=(prometheus docker-compose clang libclang-rt-14-dev)
 runtime_pkgs=(libspdlog1.10 libfmt9 libpcre2-8-0 ca-certificates)
 
 missing() {  # prints the packages of "$@" that are not installed

@@ -87,7 +87,18 @@ void walk_normalizer(const json& node, const fs::path& file, bool& space_prefix)
   }
 }
 
-void read_model(const json& model, const fs::path& file, Vocab& vocab) {
+// A token id from the file. Ids index a table sized by the largest one, so an id is
+// only accepted below the number of tokens the file lists (vocab plus added tokens):
+// a hostile id such as 2^31 would otherwise allocate gigabytes.
+size_t checked_id(const json& id, size_t num_listed, const fs::path& file, const std::string& where) {
+  if (!id.is_number_integer() || id.get<int64_t>() < 0 || static_cast<uint64_t>(id.get<int64_t>()) >= num_listed) {
+    throw loader::LoadError(file, where + ": id " + id.dump() + " is outside the " + std::to_string(num_listed) +
+                                      " tokens listed");
+  }
+  return static_cast<size_t>(id.get<int64_t>());
+}
+
+void read_model(const json& model, size_t num_listed, const fs::path& file, Vocab& vocab) {
   if (model.value("type", "BPE") != "BPE") {
     throw loader::LoadError(file, "model.type: only BPE is supported, not '" +
                                       model.value("type", "") + "'");
@@ -96,10 +107,9 @@ void read_model(const json& model, const fs::path& file, Vocab& vocab) {
     throw loader::LoadError(file, "model.vocab: missing");
   }
   for (const auto& [text, id] : model["vocab"].items()) {
-    const auto index = id.get<int64_t>();
-    if (index < 0 || index > INT32_MAX) throw loader::LoadError(file, "model.vocab: bad id for '" + text + "'");
-    if (static_cast<size_t>(index) >= vocab.tokens.size()) vocab.tokens.resize(static_cast<size_t>(index) + 1);
-    vocab.tokens[static_cast<size_t>(index)] = text;
+    const size_t index = checked_id(id, num_listed, file, "model.vocab['" + text + "']");
+    if (index >= vocab.tokens.size()) vocab.tokens.resize(index + 1);
+    vocab.tokens[index] = text;
   }
   vocab.byte_fallback = model.value("byte_fallback", false);
   vocab.ignore_merges = model.value("ignore_merges", false);
@@ -114,10 +124,13 @@ Vocab vocab_from_hf_dir(const fs::path& dir) {
   vocab.source = file;
   vocab.pre = "hf";
   try {
-    read_model(root.at("model"), file, vocab);
+    const json added_tokens = root.value("added_tokens", json::array());
+    const json& model = root.at("model");
+    const size_t num_listed = (model.contains("vocab") ? model["vocab"].size() : 0) + added_tokens.size();
+    read_model(model, num_listed, file, vocab);
     std::vector<std::pair<size_t, bool>> added;  // (id, special)
-    for (const json& token : root.value("added_tokens", json::array())) {
-      const auto id = token.at("id").get<size_t>();
+    for (const json& token : added_tokens) {
+      const size_t id = checked_id(token.at("id"), num_listed, file, "added_tokens");
       if (id >= vocab.tokens.size()) vocab.tokens.resize(id + 1);
       vocab.tokens[id] = token.at("content").get<std::string>();
       added.emplace_back(id, token.value("special", false));

@@ -1,6 +1,8 @@
 #include "engine/tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 
 #include "engine/tokenizer/bpe.h"
 #include "engine/tokenizer/pretokenizer.h"
@@ -14,6 +16,22 @@ namespace {
 
 constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
+// The byte of a "<0xAB>" token; none when the text is not exactly that (a hostile
+// vocabulary may mark any text as a byte token).
+std::optional<char> byte_token_value(std::string_view text) {
+  if (text.size() != 6 || !text.starts_with("<0x") || text.back() != '>') return std::nullopt;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  const int high = hex(text[3]);
+  const int low = hex(text[4]);
+  if (high < 0 || low < 0) return std::nullopt;
+  return static_cast<char>(high * 16 + low);
+}
+
 // What a token stands for in decoded text.
 std::string make_piece(const Vocab& vocab, size_t id) {
   const std::string& text = vocab.tokens[id];
@@ -22,9 +40,7 @@ std::string make_piece(const Vocab& vocab, size_t id) {
     case TokenType::UserDefined:
       return text;  // added tokens are stored as plain text in both styles
     case TokenType::Byte:
-      if (text.size() == 6 && text.starts_with("<0x") && text.back() == '>') {
-        return std::string(1, static_cast<char>(std::stoi(text.substr(3, 2), nullptr, 16)));
-      }
+      if (const auto byte = byte_token_value(text)) return std::string(1, *byte);
       return text;
     default:
       break;

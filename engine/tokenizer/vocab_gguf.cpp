@@ -31,7 +31,10 @@ void parse_merges(Vocab& vocab, std::string_view what,
                   const std::vector<std::pair<std::string_view, std::string_view>>& rules) {
   vocab.merges.reserve(rules.size());
   for (size_t i = 0; i < rules.size(); ++i) {
-    const auto [left_text, right_text] = rules[i];
+    // Named members, not a structured binding: clang 14 (the fuzz build) cannot
+    // capture bindings in a lambda.
+    const std::string_view left_text = rules[i].first;
+    const std::string_view right_text = rules[i].second;
     auto fail = [&](const std::string& why) {
       throw loader::LoadError(vocab.source, std::string(what) + "[" + std::to_string(i) + "] '" +
                                                 std::string(left_text) + " " +

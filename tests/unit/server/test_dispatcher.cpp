@@ -47,7 +47,10 @@ struct Fixture {
   Dispatched run(const Request& request) {
     asio::io_context ioc;
     std::optional<Dispatched> out;
-    asio::co_spawn(ioc, dispatcher.dispatch(request, "req-test"),
+    // dispatch() is a coroutine that keeps its reference arguments: the id must
+    // outlive ioc.run(), not only the co_spawn expression (ASan: stack-use-after-scope).
+    const std::string request_id = "req-test";
+    asio::co_spawn(ioc, dispatcher.dispatch(request, request_id),
                    [&](std::exception_ptr, Dispatched value) { out = std::move(value); });
     ioc.run();
     REQUIRE(out.has_value());

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -162,6 +163,42 @@ TEST_CASE("load errors name the file and the key") {
                          loader::LoadError);
   }
   CHECK_THROWS_AS(Tokenizer::from_hf_dir(kFixtures / "no-such-dir"), loader::LoadError);
+}
+
+TEST_CASE("tokenizer.json ids beyond the tokens listed are refused, not allocated") {
+  // Seen while writing tests/fuzz/fuzz_tokenizer_json: an id of 2^31 made the reader
+  // size its token table to 2^31 strings (64 GiB) before anything else was checked,
+  // and a negative added-token id crashed it.
+  auto load = [](const std::string& json) {
+    loader::testing::Bytes bytes(json.size());
+    std::memcpy(bytes.data(), json.data(), json.size());
+    loader::testing::TempFile file(bytes, "tokenizer.json");
+    return Tokenizer::from_hf_dir(file.path().parent_path());
+  };
+  const std::string ok = R"({"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},
+                             "added_tokens":[{"id":3,"content":"<s>","special":true}]})";
+  CHECK(load(ok).vocab_size() == 4);
+  CHECK_THROWS_WITH_AS(load(R"({"model":{"type":"BPE","vocab":{"a":0,"b":2147483647}}})"),
+                       doctest::Contains("model.vocab['b']: id 2147483647 is outside the 2 tokens listed"),
+                       loader::LoadError);
+  CHECK_THROWS_WITH_AS(load(R"({"model":{"type":"BPE","vocab":{"a":0}},"added_tokens":[{"id":4000000000,"content":"x"}]})"),
+                       doctest::Contains("added_tokens: id 4000000000"), loader::LoadError);
+  CHECK_THROWS_WITH_AS(load(R"({"model":{"type":"BPE","vocab":{"a":0}},"added_tokens":[{"id":-1,"content":"x"}]})"),
+                       doctest::Contains("added_tokens: id -1"), loader::LoadError);
+  CHECK_THROWS_AS(load(R"({"model":{"type":"BPE","vocab":{"a":"zero"}}})"), loader::LoadError);
+}
+
+TEST_CASE("a byte token that is not <0xHH> decodes as its text") {
+  // Found by tests/fuzz/fuzz_tokenizer_json: "<0x<s>" passed for a byte token and
+  // std::stoi's exception escaped the load.
+  const std::string json =
+      R"({"model":{"type":"BPE","byte_fallback":true,"vocab":{"<0x0A>":0,"<0x<s>":1,"a":2},"merges":[]}})";
+  loader::testing::Bytes bytes(json.size());
+  std::memcpy(bytes.data(), json.data(), json.size());
+  loader::testing::TempFile file(bytes, "tokenizer.json");
+  const Tokenizer tokenizer = Tokenizer::from_hf_dir(file.path().parent_path());
+  CHECK(tokenizer.token_to_piece(0) == "\n");
+  CHECK(tokenizer.token_to_piece(1) == "<0x<s>");
 }
 
 TEST_CASE("encode speed (printed, not asserted)") {
