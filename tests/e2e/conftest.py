@@ -118,6 +118,23 @@ def start_module_daemon(*args):
     return daemon
 
 
+@pytest.fixture(scope="module")
+def tiny():
+    """The tiny fixture model served by one daemon for the whole test module."""
+    daemon = start_module_daemon("--model", f"tiny={TINY_MODEL}")
+    yield daemon
+    daemon.kill()
+
+
+@pytest.fixture(scope="module")
+def smol():
+    """The default model (SmolLM2-135M) served by one daemon for the whole test module."""
+    require_model(DEFAULT_MODEL, "`make model`")
+    daemon = start_module_daemon("--model", str(DEFAULT_MODEL))
+    yield daemon
+    daemon.kill()
+
+
 @pytest.fixture
 def start_daemon():
     """start_daemon(*args, env=None, model=TINY_MODEL, ready=True) -> Daemon."""

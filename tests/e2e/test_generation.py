@@ -14,25 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import DEFAULT_MODEL, TINY_MODEL, start_module_daemon, require_model
+from conftest import DEFAULT_MODEL, require_model
 from http_util import assert_openai_error, parse_metrics, request
 
 SMOL = "SmolLM2-135M-Instruct.Q4_1"
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    daemon = start_module_daemon("--model", f"tiny={TINY_MODEL}")
-    yield daemon
-    daemon.kill()
-
-
-@pytest.fixture(scope="module")
-def smol():
-    require_model(DEFAULT_MODEL, "`make model`")
-    daemon = start_module_daemon("--model", str(DEFAULT_MODEL))
-    yield daemon
-    daemon.kill()
 
 
 def post(daemon, path, body, timeout=60):

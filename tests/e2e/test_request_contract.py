@@ -9,26 +9,9 @@ import time
 
 import pytest
 
-from conftest import DEFAULT_MODEL, TINY_MODEL, start_module_daemon
 from http_util import assert_openai_error, parse_metrics, request
 
 SMOL = "SmolLM2-135M-Instruct.Q4_1"
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    daemon = start_module_daemon("--model", f"tiny={TINY_MODEL}")
-    yield daemon
-    daemon.kill()
-
-
-@pytest.fixture(scope="module")
-def smol():
-    if not DEFAULT_MODEL.exists():
-        pytest.skip(f"{DEFAULT_MODEL} is missing: `make model` fetches it")
-    daemon = start_module_daemon("--model", str(DEFAULT_MODEL))
-    yield daemon
-    daemon.kill()
 
 
 def post(daemon, path, body, timeout=60):
