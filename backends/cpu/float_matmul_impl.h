@@ -10,18 +10,22 @@
 namespace sluice::backends::cpu {
 namespace {
 
-constexpr int kMicroRows = 4;  // activation rows sharing each load of the weight row
+constexpr int kMicroTokens = 4;  // activation rows sharing each load of the weight rows
 
 // The widest vector the translation unit is built for. GCC keeps wider generic
 // vectors (a 16-float one on AVX2) on the stack across loop iterations, so the
 // 16 lanes of dot.h are held as kParts native vectors.
 #if defined(__AVX512F__)
 constexpr int kNativeLanes = 16;
+constexpr int kRowBlock = 4;  // weight rows sharing each activation load: 16 accumulators of 32 registers
 #elif defined(__AVX__)
 constexpr int kNativeLanes = 8;
+constexpr int kRowBlock = 1;  // 16 registers: 4 tokens x 2 parts already take half
 #else
 constexpr int kNativeLanes = 4;
+constexpr int kRowBlock = 1;
 #endif
+static_assert(kRowBlock <= kFloatScratchRows);
 constexpr int kParts = kDotLanes / kNativeLanes;
 #pragma GCC diagnostic ignored "-Wpsabi"
 using NativeLanes = float __attribute__((vector_size(kNativeLanes * sizeof(float))));
@@ -32,58 +36,79 @@ inline NativeLanes load_native(const float* p) {
   return v;
 }
 
-// dot.h's dot_rows with explicit vectors, so every ISA keeps the accumulators in
-// registers (the compiler's own vectorization of dot_rows spills them): lane l
-// sums the products of elements k = l (mod 16) in order, the tail is added lane
-// by lane, then reduce_lanes. The same operations in the same order: the same bits.
-template <int R>
-inline void dot_rows_lanes(const float* w, const float* const* x, int64_t n, float* out) {
-  NativeLanes acc[R][kParts] = {};
-  int64_t k = 0;
-  for (; k + kDotLanes <= n; k += kDotLanes) {
-    for (int p = 0; p < kParts; ++p) {
-      const NativeLanes wk = load_native(w + k + p * kNativeLanes);
-      for (int r = 0; r < R; ++r) acc[r][p] += wk * load_native(x[r] + k + p * kNativeLanes);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    float lanes[kDotLanes];
-    std::memcpy(lanes, acc[r], sizeof(lanes));
-    for (int l = 0; k + l < n; ++l) lanes[l] += w[k + l] * x[r][k + l];
-    out[r] = reduce_lanes(lanes);
-  }
-}
-
-// Weight row o as F32: the stored row itself for F32, else widened into scratch.
-const float* weight_row(const FloatMatmulArgs& a, int64_t o, float* scratch) {
+// Weight row o as F32: the stored row itself for F32, else widened into dst.
+const float* weight_row(const FloatMatmulArgs& a, int64_t o, float* dst) {
   const std::byte* row = a.w + o * a.w_stride;
   if (a.w_dtype == DType::F32) return reinterpret_cast<const float*>(row);
   const auto* halves = reinterpret_cast<const uint16_t*>(row);
   if (a.w_dtype == DType::F16) {
-    f16_row_to_f32(halves, scratch, a.n);
+    f16_row_to_f32(halves, dst, a.n);
   } else {
-    bf16_row_to_f32(halves, scratch, a.n);
+    bf16_row_to_f32(halves, dst, a.n);
   }
-  return scratch;
+  return dst;
+}
+
+// out[r][t] = w[r] · x[t]: dot.h's dot_rows for a block of weight rows and tokens,
+// with explicit vectors so every ISA keeps the accumulators in registers (the
+// compiler's own vectorization of dot_rows spills them). Each (r, t) has its own
+// 16 lanes; lane l sums the products of elements k = l (mod 16) in order, the tail
+// is added lane by lane, then reduce_lanes. The same operations in the same order
+// as dot_rows, whatever the block: the same bits.
+template <int Rows, int Tokens>
+inline void dot_block(const float* const* w, const float* const* x, int64_t n, float (*out)[Tokens]) {
+  NativeLanes acc[Rows][Tokens][kParts] = {};
+  int64_t k = 0;
+  for (; k + kDotLanes <= n; k += kDotLanes) {
+    for (int p = 0; p < kParts; ++p) {
+      NativeLanes xv[Tokens];
+      for (int t = 0; t < Tokens; ++t) xv[t] = load_native(x[t] + k + p * kNativeLanes);
+      for (int r = 0; r < Rows; ++r) {
+        const NativeLanes wv = load_native(w[r] + k + p * kNativeLanes);
+        for (int t = 0; t < Tokens; ++t) acc[r][t][p] += wv * xv[t];
+      }
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    for (int t = 0; t < Tokens; ++t) {
+      float lanes[kDotLanes];
+      std::memcpy(lanes, acc[r][t], sizeof(lanes));
+      for (int l = 0; k + l < n; ++l) lanes[l] += w[r][k + l] * x[t][k + l];
+      out[r][t] = reduce_lanes(lanes);
+    }
+  }
+}
+
+// Weight rows [o, o + Rows) against the tile's tokens, Tokens-wide and then one by one.
+template <int Rows>
+void rows_times_tokens(const FloatMatmulArgs& a, int64_t o, int64_t t_begin, int64_t t_end, float* scratch) {
+  const float* w[Rows];
+  for (int r = 0; r < Rows; ++r) w[r] = weight_row(a, o + r, scratch + r * a.n);
+  int64_t t = t_begin;
+  for (; t + kMicroTokens <= t_end; t += kMicroTokens) {
+    const float* xs[kMicroTokens];
+    float out[Rows][kMicroTokens];
+    for (int i = 0; i < kMicroTokens; ++i) xs[i] = a.x + (t + i) * a.x_stride;
+    dot_block<Rows, kMicroTokens>(w, xs, a.n, out);
+    for (int r = 0; r < Rows; ++r)
+      for (int i = 0; i < kMicroTokens; ++i) a.y[(t + i) * a.y_stride + o + r] = out[r][i];
+  }
+  for (; t < t_end; ++t) {
+    const float* xs[1] = {a.x + t * a.x_stride};
+    float out[Rows][1];
+    dot_block<Rows, 1>(w, xs, a.n, out);
+    for (int r = 0; r < Rows; ++r) a.y[t * a.y_stride + o + r] = out[r][0];
+  }
 }
 
 void float_tile(const FloatMatmulArgs& a, int64_t t_begin, int64_t t_end, int64_t o_begin, int64_t o_end,
                 float* scratch) {
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    const float* w = weight_row(a, o, scratch);
-    int64_t t = t_begin;
-    for (; t + kMicroRows <= t_end; t += kMicroRows) {
-      const float* xs[kMicroRows];
-      float out[kMicroRows];
-      for (int r = 0; r < kMicroRows; ++r) xs[r] = a.x + (t + r) * a.x_stride;
-      dot_rows_lanes<kMicroRows>(w, xs, a.n, out);
-      for (int r = 0; r < kMicroRows; ++r) a.y[(t + r) * a.y_stride + o] = out[r];
-    }
-    for (; t < t_end; ++t) {
-      const float* xs[1] = {a.x + t * a.x_stride};
-      dot_rows_lanes<1>(w, xs, a.n, a.y + t * a.y_stride + o);
-    }
-  }
+  int64_t o = o_begin;
+  // Blocks of rows pay where several tokens reuse them; a decode tile (fewer tokens
+  // than a micro tile) streams row by row, which measured faster.
+  if (t_end - t_begin >= kMicroTokens)
+    for (; o + kRowBlock <= o_end; o += kRowBlock) rows_times_tokens<kRowBlock>(a, o, t_begin, t_end, scratch);
+  for (; o < o_end; ++o) rows_times_tokens<1>(a, o, t_begin, t_end, scratch);
 }
 
 }  // namespace

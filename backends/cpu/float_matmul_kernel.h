@@ -27,7 +27,10 @@ struct FloatMatmulArgs {
   int64_t n;         // elements per row (`in`)
 };
 
-// scratch: n floats (the widened weight row; unused for F32 weights).
+// Weight rows widened at once (and rows of scratch a tile needs).
+inline constexpr int kFloatScratchRows = 4;
+
+// scratch: kFloatScratchRows * n floats (the widened weight rows; unused for F32 weights).
 using FloatMatmulTile = void (*)(const FloatMatmulArgs& args, int64_t t_begin, int64_t t_end, int64_t o_begin,
                                  int64_t o_end, float* scratch);
 

@@ -59,10 +59,10 @@ void matmul(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w,
   const int64_t num_out_tiles = (num_out + kOutTile - 1) / kOutTile;
 
   pool.parallel_for(num_row_tiles * num_out_tiles, [&](int64_t begin, int64_t end) {
-    // Float weights: one widened row. Other dtypes (the f32 reference path): the
-    // item's weight rows dequantized to F32, then the same tile over them.
+    // Float weights: the tile's widened rows. Other dtypes (the f32 reference path):
+    // the item's weight rows dequantized to F32 after them, then the same tile over them.
     thread_local std::vector<float> scratch;
-    const int64_t scratch_rows = float_weights ? 1 : kOutTile + 1;
+    const int64_t scratch_rows = kFloatScratchRows + (float_weights ? 0 : kOutTile);
     if (static_cast<int64_t>(scratch.size()) < scratch_rows * n) scratch.resize(static_cast<size_t>(scratch_rows * n));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t_begin = item / num_out_tiles * kRowTile;
@@ -73,7 +73,7 @@ void matmul(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w,
         tile(args, t_begin, t_end, o_begin, o_end, scratch.data());
         continue;
       }
-      float* rows = scratch.data() + n;
+      float* rows = scratch.data() + kFloatScratchRows * n;
       for (int64_t o = o_begin; o < o_end; ++o) dequantize_row(w.dtype, args.w + o * args.w_stride, rows + (o - o_begin) * n, n);
       FloatMatmulArgs expanded = args;
       expanded.w = reinterpret_cast<const std::byte*>(rows);

@@ -162,7 +162,7 @@ TEST_CASE("matmul: the F32/F16/BF16 tile of every ISA path equals the scalar pat
         const int64_t row_bytes = in * static_cast<int64_t>(dtype_traits(dtype).block_bytes);
         auto run = [&](cpu::FloatMatmulTile tile) {
           std::vector<float> y(static_cast<size_t>(t * out), -1.0f);
-          std::vector<float> scratch(static_cast<size_t>(in));
+          std::vector<float> scratch(static_cast<size_t>(cpu::kFloatScratchRows * in));
           const cpu::FloatMatmulArgs args{.x = x.data(), .x_stride = in, .w = w_bytes.data(), .w_stride = row_bytes,
                                           .w_dtype = dtype, .y = y.data(), .y_stride = out, .n = in};
           tile(args, 0, t, 0, out, scratch.data());
