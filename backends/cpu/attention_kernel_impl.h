@@ -9,6 +9,7 @@
 #include "backends/cpu/attention_kernel.h"
 #include "backends/cpu/dot.h"
 #include "backends/cpu/half.h"
+#include "backends/cpu/vector_load.h"
 
 namespace sluice::backends::cpu {
 namespace {
@@ -38,11 +39,7 @@ inline float exp_nonpositive(float x) {
 #pragma GCC diagnostic ignored "-Wpsabi"
 using Lanes16 = float __attribute__((vector_size(kAttentionKeys * sizeof(float))));
 
-inline Lanes16 load_lanes(const float* p) {
-  Lanes16 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
+inline Lanes16 load_lanes(const float* p) { return load_vector<Lanes16>(p); }
 
 // Cache rows `rows[0, count)` as F32 into dst (count rows of hd).
 inline void load_rows(const AttentionArgs& a, const std::byte* cache, const int64_t* rows, int count, float* dst) {

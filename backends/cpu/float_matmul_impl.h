@@ -5,6 +5,7 @@
 
 #include "backends/cpu/float_matmul_kernel.h"
 #include "backends/cpu/half.h"
+#include "backends/cpu/vector_load.h"
 #include "backends/cpu/dot.h"
 
 namespace sluice::backends::cpu {
@@ -30,11 +31,7 @@ constexpr int kParts = kDotLanes / kNativeLanes;
 #pragma GCC diagnostic ignored "-Wpsabi"
 using NativeLanes = float __attribute__((vector_size(kNativeLanes * sizeof(float))));
 
-inline NativeLanes load_native(const float* p) {
-  NativeLanes v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
+inline NativeLanes load_native(const float* p) { return load_vector<NativeLanes>(p); }
 
 // Weight row o as F32: the stored row itself for F32, else widened into dst.
 const float* weight_row(const FloatMatmulArgs& a, int64_t o, float* dst) {
