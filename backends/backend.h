@@ -155,6 +155,42 @@ class Backend {
   virtual void scale(const Tensor& x, float s, const Tensor& out) = 0;
   // Row-wise softmax over the last dim. out may alias x.
   virtual void softmax(const Tensor& x, const Tensor& out) = 0;
+  // --- signal ops (the Qwen3-TTS codec decoder) ---------------------------------
+  // A signal of T time steps and C channels is [T, C] F32: time runs along rows,
+  // like tokens. Convolutions are causal and take their left context as leading
+  // input rows (zeros at the start of a stream, the previous chunk's last input
+  // rows when streaming), and each output row is computed in a fixed order from
+  // its own window, so a stream decoded chunk by chunk equals one whole pass bit
+  // for bit. Weights are F32, laid out tap-major at load (see each op).
+  enum class Activation { silu, gelu_erf };
+  // out = act(x) element-wise (gelu_erf: the exact GELU, x * Phi(x)). out may alias x.
+  virtual void activate(const Tensor& x, Activation act, const Tensor& out);
+  // out = min(max(x, lo), hi). out may alias x.
+  virtual void clamp(const Tensor& x, float lo, float hi, const Tensor& out);
+  // out[r] = x[r] + bias.  x, out [R, n]; bias [n] F32. out may alias x.
+  virtual void add_bias(const Tensor& x, const Tensor& bias, const Tensor& out);
+  // SnakeBeta with its per-channel parameters already exponentiated at load:
+  // out = x + inv_beta[c] * sin(alpha[c] * x)^2.  x, out [T, C]; alpha, inv_beta [C]. out may alias x.
+  virtual void snake(const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out);
+  // Dilated causal conv, k = w.cols() / Cin taps:
+  //   out[t, o] = bias[o] + sum_j sum_c w[o, j*Cin + c] * x[t + j*dilation, c]
+  // x [T + (k-1)*dilation, Cin]; w [Cout, k*Cin] (PyTorch's [Cout, Cin, k] with the
+  // tap moved outward); bias [Cout] F32 or a null view; out [T, Cout], not aliasing x.
+  // A Linear layer with bias is k = 1.
+  virtual void conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out);
+  // Depthwise causal conv: out[t, c] = bias[c] + sum_j w[c, j] * x[t + j, c].
+  // x [T + k - 1, C]; w [C, k]; bias [C] or null; out [T, C], not aliasing x.
+  virtual void depthwise_conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
+  // Causal transposed conv with stride s and kernel K = m*s whose last K - s
+  // outputs are trimmed (the codec's upsampler): each output phase r < s is an
+  // m-tap conv of the input, so
+  //   out[t*s + r, o] = bias[o] + sum_q sum_c w[r*Cout + o, q*Cin + c] * x[t + q, c]
+  // x [T + m - 1, Cin] (m - 1 rows of left context); w [s*Cout, m*Cin], repacked at
+  // load from PyTorch's [Cin, Cout, K] as w[r*Cout + o, q*Cin + c] = W[c, o, r + (m-1-q)*s];
+  // bias [Cout] or null; out [T*s, Cout], not aliasing x.
+  virtual void conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
+                                const Tensor& out);
+
   // Stores k[t], v[t] at slot slots[t] = block * block_size + offset of `cache`;
   // a negative slot skips its row (padding rows of a recorded step, below).
   // k, v [T, kv_heads, head_dim]; slots [T]

@@ -170,6 +170,24 @@ void CpuBackend::geglu(const Tensor& gate, const Tensor& up, const Tensor& out) 
 void CpuBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) { cpu::add(pool_, a, b, out); }
 void CpuBackend::scale(const Tensor& x, float s, const Tensor& out) { cpu::scale(pool_, x, s, out); }
 void CpuBackend::softmax(const Tensor& x, const Tensor& out) { cpu::softmax(pool_, x, out); }
+void CpuBackend::activate(const Tensor& x, Activation act, const Tensor& out) { cpu::activate(pool_, x, act, out); }
+void CpuBackend::clamp(const Tensor& x, float lo, float hi, const Tensor& out) { cpu::clamp(pool_, x, lo, hi, out); }
+void CpuBackend::add_bias(const Tensor& x, const Tensor& bias, const Tensor& out) {
+  cpu::add_bias(pool_, x, bias, out);
+}
+void CpuBackend::snake(const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out) {
+  cpu::snake(pool_, x, alpha, inv_beta, out);
+}
+void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) {
+  cpu::conv1d(pool_, x, w, bias, dilation, out);
+}
+void CpuBackend::depthwise_conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
+  cpu::depthwise_conv1d(pool_, x, w, bias, out);
+}
+void CpuBackend::conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
+                                  const Tensor& out) {
+  cpu::conv_transpose1d(pool_, x, w, bias, stride, out);
+}
 void CpuBackend::write_kv(const Tensor& k, const Tensor& v, const KvLayer& cache, const Tensor& slots) {
   cpu::write_kv(pool_, k, v, cache, slots);
 }

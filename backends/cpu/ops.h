@@ -31,6 +31,16 @@ void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out);
 void scale(ThreadPool& pool, const Tensor& x, float s, const Tensor& out);
 void softmax(ThreadPool& pool, const Tensor& x, const Tensor& out);
 
+// Signal ops (ops_signal.cpp): shapes and layouts as in backend.h.
+void activate(ThreadPool& pool, const Tensor& x, Backend::Activation act, const Tensor& out);
+void clamp(ThreadPool& pool, const Tensor& x, float lo, float hi, const Tensor& out);
+void add_bias(ThreadPool& pool, const Tensor& x, const Tensor& bias, const Tensor& out);
+void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out);
+void conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out);
+void depthwise_conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
+void conv_transpose1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
+                      const Tensor& out);
+
 // k, v [T, kv_heads, head_dim] F32; cache.k/v [num_blocks, block_size, kv_heads, head_dim]
 // F32 or F16 (rounded to nearest even); slots [T] I32.
 void write_kv(ThreadPool& pool, const Tensor& k, const Tensor& v, const KvLayer& cache, const Tensor& slots);
