@@ -319,6 +319,11 @@ std::vector<RandomTensor> random_model_tensors(const RandomModelSpec& spec) {
   return out;
 }
 
+void fill_random_matrix(DType dtype, int64_t fan_in, uint64_t seed, std::span<std::byte> out) {
+  SplitMix64 rng{seed};
+  fill_chunk(out.data(), out.size(), fill_for(dtype, std::max<int64_t>(1, fan_in)), rng);
+}
+
 std::unique_ptr<WeightSource> make_random_weights(const RandomModelSpec& spec, uint64_t seed) {
   return std::make_unique<RandomWeights>(spec, seed);
 }

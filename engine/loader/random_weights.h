@@ -9,6 +9,7 @@
 // 1. The numbers mean nothing; only the shapes, dtypes and bytes are real.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,5 +54,9 @@ std::vector<RandomTensor> random_model_tensors(const RandomModelSpec& spec);
 // count. Throws LoadError as random_model_tensors does, std::bad_alloc when memory
 // runs out.
 std::unique_ptr<WeightSource> make_random_weights(const RandomModelSpec& spec, uint64_t seed);
+
+// Fills `out` (whole elements of `dtype`, any dtype make_random_weights fills) as
+// that fills a matrix with rows of `fan_in` elements, from one random stream.
+void fill_random_matrix(backends::DType dtype, int64_t fan_in, uint64_t seed, std::span<std::byte> out);
 
 }  // namespace sluice::loader

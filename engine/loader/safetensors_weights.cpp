@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/loader/config_reader.h"
 #include "engine/loader/json_file.h"
 #include "engine/loader/load_error.h"
 #include "engine/loader/safetensors_file.h"
@@ -20,65 +21,10 @@ namespace {
 
 using backends::DType;
 using engine::ModelHparams;
+using detail::ConfigReader;
 using nlohmann::json;
 
 constexpr uint64_t kMaxConfigBytes = 4u << 20;
-
-// Typed reads of one config object; null counts as absent, as in transformers.
-class ConfigReader {
- public:
-  ConfigReader(const std::filesystem::path& path, const json& object, std::string prefix)
-      : path_(path), object_(object), prefix_(std::move(prefix)) {}
-
-  std::string key(std::string_view name) const { return prefix_ + std::string(name); }
-  const json* find(std::string_view name) const {
-    auto it = object_.find(std::string(name));
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-  }
-  std::optional<int64_t> integer(std::string_view name) const {
-    const json* value = find(name);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_number_integer()) fail(name, "is not an integer");
-    if (value->is_number_unsigned() && value->get<uint64_t>() > uint64_t{INT64_MAX}) return -1;
-    return value->get<int64_t>();
-  }
-  int64_t required_integer(std::string_view name) const {
-    if (auto value = integer(name)) return *value;
-    fail(name, "is missing");
-  }
-  std::optional<float> real(std::string_view name) const {
-    const json* value = find(name);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_number()) fail(name, "is not a number");
-    return value->get<float>();
-  }
-  std::optional<bool> boolean(std::string_view name) const {
-    const json* value = find(name);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_boolean()) fail(name, "is not a boolean");
-    return value->get<bool>();
-  }
-  std::optional<std::string> string(std::string_view name) const {
-    const json* value = find(name);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_string()) fail(name, "is not a string");
-    return value->get<std::string>();
-  }
-  const json* object(std::string_view name) const {
-    const json* value = find(name);
-    if (value != nullptr && !value->is_object()) fail(name, "is not an object");
-    return value;
-  }
-  [[noreturn]] void fail(std::string_view name, const std::string& reason) const {
-    throw LoadError(path_, "key '" + key(name) + "' " + reason);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  const std::filesystem::path& path_;
-  const json& object_;
-  std::string prefix_;
-};
 
 // Applies one rope dict ({"rope_type": ..., "rope_theta": ..., "factor": ...}).
 void apply_rope_dict(const ConfigReader& config, std::string_view name, backends::RopeParams& rope) {
