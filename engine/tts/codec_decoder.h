@@ -18,7 +18,9 @@
 // one thread at a time (the engine thread) decodes, on any of its streams. A stream
 // points at its decoder: neither may move or die while the other is in use.
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <span>
 #include <vector>
 
@@ -81,6 +83,12 @@ class CodecDecoder {
   // A fresh stream fed every frame: codes [n, num_quantizers] -> n * samples_per_frame samples.
   std::vector<float> decode_all(std::span<const int32_t> codes);
 
+  // For parity tests: called with each stage's output of every chunk, [rows,
+  // channels] on the backend ("rvq", "pre_conv", "pre_transformer", "upsample",
+  // "decoder_0", "decoder_1"), before the next stage runs.
+  using StageHook = std::function<void(std::string_view stage, const backends::Tensor& activation)>;
+  void set_stage_hook(StageHook hook) { stage_hook_ = std::move(hook); }
+
   const CodecConfig& config() const { return config_; }
   backends::Backend& backend() const { return *backend_; }
   int64_t max_chunk_frames() const { return max_chunk_frames_; }
@@ -101,6 +109,7 @@ class CodecDecoder {
   int64_t max_chunk_frames_;
   int64_t ring_blocks_;        // KV blocks a stream keeps: the window plus one chunk, block-rounded
   std::unique_ptr<CodecScratch> scratch_;
+  StageHook stage_hook_;
 };
 
 }  // namespace sluice::engine::tts

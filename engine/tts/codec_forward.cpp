@@ -68,6 +68,9 @@ void CodecDecoder::decode_chunk(CodecStream& stream, std::span<const int32_t> co
   const int64_t n = static_cast<int64_t>(codes.size()) / q;
   const int64_t pos0 = stream.position_;
   ConvInputs inputs(be, stream.conv_context_);
+  auto stage = [&](std::string_view name, const Tensor& t) {
+    if (stage_hook_) stage_hook_(name, t);
+  };
   auto act = [](backends::Buffer* buffer, int64_t rows, int64_t channels) {
     return Tensor::make(buffer, 0, DType::F32, {rows, channels});
   };
@@ -98,11 +101,13 @@ void CodecDecoder::decode_chunk(CodecStream& stream, std::span<const int32_t> co
     be.embed(w.codebooks, id_tensor.slice(j * n, n), row);
     be.add(in.fresh, row, in.fresh);
   }
+  stage("rvq", in.fresh);
 
   // --- pre_conv, then the pre_transformer over the stream's KV ring.
   const Tensor latent = act(s.t2.get(), n, c.latent_dim);
   be.conv1d(in.whole, w.pre_conv.w, w.pre_conv.bias, w.pre_conv.dilation, latent);
   inputs.close(in);
+  stage("pre_conv", latent);
   const Workspace::Views views = s.workspace.views(n, 0);
   be.upload(views.positions, bytes_of(positions));
   be.upload(views.kv_slots, bytes_of(slots));
@@ -122,6 +127,7 @@ void CodecDecoder::decode_chunk(CodecStream& stream, std::span<const int32_t> co
   in = inputs.open(s.in_b.get(), rows, c.latent_dim);
   be.matmul(views.normed, w.output_proj_w, in.fresh);
   be.add_bias(in.fresh, w.output_proj_b, in.fresh);
+  stage("pre_transformer", in.fresh);
   for (size_t i = 0; i < w.upsample.size(); ++i) {
     const UpsampleWeights& u = w.upsample[i];
     ConvInputs::Input dw = inputs.open(in.whole.buffer == s.in_a.get() ? s.in_b.get() : s.in_a.get(),
@@ -145,11 +151,13 @@ void CodecDecoder::decode_chunk(CodecStream& stream, std::span<const int32_t> co
     inputs.close(dw);
     in = next;
   }
+  stage("upsample", in.fresh);
 
   // --- vocoder: first conv, blocks of (SnakeBeta, transposed conv, 3 residual units).
   const Tensor x0 = act(s.x.get(), rows, c.decoder_dim);
   be.conv1d(in.whole, w.first_conv.w, w.first_conv.bias, w.first_conv.dilation, x0);
   inputs.close(in);
+  stage("decoder_0", x0);
   Tensor x = x0;
   for (size_t b = 0; b < w.blocks.size(); ++b) {
     const DecoderBlockWeights& block = w.blocks[b];
@@ -171,6 +179,7 @@ void CodecDecoder::decode_chunk(CodecStream& stream, std::span<const int32_t> co
       be.conv1d(h, unit.conv2.w, unit.conv2.bias, 1, h2);
       be.add(x, h2, x);
     }
+    if (b == 0) stage("decoder_1", x);
   }
   const int64_t channels = c.block_channels(w.blocks.size());
   in = inputs.open(s.in_a.get(), rows, channels);
