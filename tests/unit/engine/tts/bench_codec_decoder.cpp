@@ -1,0 +1,48 @@
+// Decode speed of the codec decoder on the CPU (2 threads): ms per frame streaming
+// frame by frame and in 50-frame pieces, on the tiny fixture and on random weights
+// at the real 12 Hz shapes. A benchmark, not a test: skipped unless asked for,
+//   ./build/tests/sluice_unit_tests -tc='codec bench*' --no-skip
+#include <doctest/doctest.h>
+
+#include <chrono>
+
+#include "engine/tts/codec_decoder.h"
+#include "tests/unit/engine/tts/codec_test_util.h"
+
+namespace sluice::engine::tts {
+namespace {
+
+double ms_per_frame(CodecDecoder& decoder, const std::vector<int32_t>& codes, int64_t piece) {
+  const auto q = static_cast<size_t>(decoder.config().num_quantizers);
+  CodecStream stream = decoder.start();
+  std::vector<float> pcm;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t f = 0; f < codes.size(); f += piece * q)
+    stream.decode(std::span<const int32_t>(codes).subspan(f, std::min(piece * q, codes.size() - f)), pcm);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return ms / static_cast<double>(codes.size() / q);
+}
+
+void report(const char* what, CodecDecoder& decoder, int64_t frames) {
+  const std::vector<int32_t> codes = test::random_codes(decoder.config(), frames, 9);
+  ms_per_frame(decoder, codes, 50);  // warm up
+  MESSAGE(std::string(what) << ": " << ms_per_frame(decoder, codes, 1) << " ms/frame frame by frame, "
+               << ms_per_frame(decoder, codes, 50) << " ms/frame in 50-frame pieces (" << frames << " frames)");
+}
+
+}  // namespace
+
+TEST_CASE("codec bench: ms per frame on the CPU" * doctest::skip()) {
+  auto backend = backends::make_cpu_backend(2);
+  const std::filesystem::path fixture = std::filesystem::path(SLUICE_FIXTURES_DIR) / "qwen3_tts" / "speech_tokenizer";
+  if (std::filesystem::exists(fixture / "model.safetensors")) {
+    auto set = loader::open_tensor_set(fixture);
+    CodecDecoder tiny = CodecDecoder::load(*set, read_codec_config(fixture / "config.json"), *backend);
+    report("tiny fixture", tiny, 100);
+  }
+  auto set = loader::make_random_tensor_set("codec-12hz", backends::DType::F32, 11);
+  CodecDecoder real = CodecDecoder::load(*set, codec_config_preset(), *backend);
+  report("real shapes, random weights", real, 50);
+}
+
+}  // namespace sluice::engine::tts

@@ -1,0 +1,151 @@
+#include "engine/tts/codec_decoder.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/loader/load_error.h"
+#include "tests/unit/engine/tts/codec_test_util.h"
+
+namespace sluice::engine::tts {
+namespace {
+
+using backends::DType;
+using test::random_codes;
+using test::small_codec_config;
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Decodes `codes` on a fresh stream in pieces of the given frame counts, cycling.
+std::vector<float> decode_in_pieces(CodecDecoder& decoder, const std::vector<int32_t>& codes,
+                                    const std::vector<int64_t>& pieces) {
+  const auto q = static_cast<size_t>(decoder.config().num_quantizers);
+  CodecStream stream = decoder.start();
+  std::vector<float> pcm;
+  size_t begin = 0;
+  for (size_t i = 0; begin < codes.size(); ++i) {
+    const size_t count = std::min(static_cast<size_t>(pieces[i % pieces.size()]) * q, codes.size() - begin);
+    stream.decode(std::span<const int32_t>(codes).subspan(begin, count), pcm);
+    begin += count;
+  }
+  return pcm;
+}
+
+}  // namespace
+
+TEST_CASE("codec decoder: streaming in any pieces equals decode_all bit for bit on the CPU") {
+  const CodecConfig config = small_codec_config();
+  auto set = loader::make_random_tensor_set("codec", DType::F32, 7);
+  auto backend = backends::make_cpu_backend(2);
+  // A chunk limit of 4 frames splits the bigger pieces inside the stream too, and
+  // the 5-frame window makes the KV ring recycle its blocks several times.
+  CodecDecoder decoder = CodecDecoder::load(*set, config, *backend, 4);
+  const std::vector<int32_t> codes = random_codes(config, 70, 1);
+  const std::vector<float> whole = decoder.decode_all(codes);
+  REQUIRE(whole.size() == 70u * 24u);
+  bool any_nonzero = false;
+  for (float v : whole) {
+    REQUIRE(std::isfinite(v));
+    REQUIRE(std::abs(v) <= 1.0f);
+    any_nonzero = any_nonzero || v != 0.0f;
+  }
+  CHECK(any_nonzero);
+
+  CHECK(same_bits(decode_in_pieces(decoder, codes, {1}), whole));
+  CHECK(same_bits(decode_in_pieces(decoder, codes, {1, 2, 5, 3}), whole));
+  CHECK(same_bits(decode_in_pieces(decoder, codes, {7, 1, 13}), whole));
+
+  // One pass with no chunking and no recycled block gives the same bits as well.
+  CodecDecoder one_pass = CodecDecoder::load(*set, config, *backend, 70);
+  CHECK(same_bits(one_pass.decode_all(codes), whole));
+}
+
+TEST_CASE("codec decoder: a stream carries its context (later frames depend on earlier ones)") {
+  const CodecConfig config = small_codec_config();
+  auto set = loader::make_random_tensor_set("codec", DType::F32, 7);
+  auto backend = backends::make_cpu_backend(2);
+  CodecDecoder decoder = CodecDecoder::load(*set, config, *backend, 8);
+  const std::vector<int32_t> codes = random_codes(config, 10, 2);
+  const std::vector<float> whole = decoder.decode_all(codes);
+  // The last 5 frames decoded on a fresh stream differ from the same frames in context.
+  const std::vector<int32_t> tail(codes.begin() + 5 * 4, codes.end());
+  const std::vector<float> alone = decoder.decode_all(tail);
+  const std::vector<float> in_context(whole.begin() + 5 * 24, whole.end());
+  CHECK_FALSE(same_bits(alone, in_context));
+}
+
+TEST_CASE("codec decoder: codes out of range or not whole frames are rejected before any kernel") {
+  const CodecConfig config = small_codec_config();
+  auto set = loader::make_random_tensor_set("codec", DType::F32, 7);
+  auto backend = backends::make_cpu_backend(1);
+  CodecDecoder decoder = CodecDecoder::load(*set, config, *backend, 4);
+  std::vector<int32_t> codes = random_codes(config, 3, 3);
+  const std::vector<float> expected = decoder.decode_all(codes);
+
+  CodecStream stream = decoder.start();
+  std::vector<float> pcm;
+  std::vector<int32_t> bad = codes;
+  bad[6] = 32;  // frame 1, codebook 2
+  CHECK_THROWS_WITH_AS(stream.decode(bad, pcm), "codec codes: frame 1 codebook 2 has code 32 outside [0, 32)",
+                       std::invalid_argument);
+  bad[6] = -1;
+  CHECK_THROWS_AS(stream.decode(bad, pcm), std::invalid_argument);
+  CHECK_THROWS_AS(stream.decode(std::span<const int32_t>(codes).first(5), pcm), std::invalid_argument);
+  CHECK(pcm.empty());
+  CHECK(stream.num_frames() == 0);
+  // The stream is untouched: it still decodes the good codes exactly.
+  stream.decode(codes, pcm);
+  CHECK(same_bits(pcm, expected));
+}
+
+TEST_CASE("codec decoder: load errors name the file and the tensor") {
+  const CodecConfig config = small_codec_config();
+  auto random = loader::make_random_tensor_set("codec", DType::F32, 7);
+  auto backend = backends::make_cpu_backend(1);
+  const std::filesystem::path file = "speech_tokenizer/model.safetensors";
+  auto error_of = [&](const std::string& missing, const std::string& reshaped) -> std::string {
+    test::TamperedTensorSet set(*random, missing, reshaped, file);
+    try {
+      CodecDecoder::load(set, config, *backend);
+    } catch (const loader::LoadError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(error_of("decoder.pre_transformer.layers.1.mlp.down_proj.weight", "") ==
+        "speech_tokenizer/model.safetensors: tensor 'decoder.pre_transformer.layers.1.mlp.down_proj.weight' is missing");
+  CHECK(error_of("decoder.quantizer.rvq_rest.vq.layers.2._codebook.cluster_usage", "") ==
+        "speech_tokenizer/model.safetensors: tensor "
+        "'decoder.quantizer.rvq_rest.vq.layers.2._codebook.cluster_usage' is missing");
+  CHECK(error_of("", "decoder.decoder.2.block.1.conv.weight") ==
+        "speech_tokenizer/model.safetensors: tensor 'decoder.decoder.2.block.1.conv.weight' has shape "
+        "[1, 16, 8, 4] where [16, 8, 4] is expected");
+  CHECK(error_of("", "decoder.decoder.3.alpha") ==
+        "speech_tokenizer/model.safetensors: tensor 'decoder.decoder.3.alpha' has shape [1, 8] where [8] is expected");
+  CHECK(error_of("decoder.decoder.4.conv.bias", "").find("'decoder.decoder.4.conv.bias' is missing") !=
+        std::string::npos);
+}
+
+TEST_CASE("codec decoder: random weights at the real 12 Hz config decode one frame to finite samples") {
+  const CodecConfig config = codec_config_preset();
+  auto set = loader::make_random_tensor_set("codec-12hz", DType::F32, 11);
+  auto backend = backends::make_cpu_backend(2);
+  CodecDecoder decoder = CodecDecoder::load(*set, config, *backend, 2);
+  const std::vector<float> pcm = decoder.decode_all(random_codes(config, 1, 4));
+  REQUIRE(pcm.size() == 1920u);
+  int nonzero = 0;
+  for (float v : pcm) {
+    REQUIRE(std::isfinite(v));
+    REQUIRE(std::abs(v) <= 1.0f);
+    nonzero += v != 0.0f;
+  }
+  CHECK(nonzero > 0);
+}
+
+}  // namespace sluice::engine::tts
