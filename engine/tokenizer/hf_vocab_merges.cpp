@@ -28,11 +28,13 @@ std::string token_content(const json& value) {
   return {};
 }
 
-// Ids index a table sized by the largest one: only ids below the number of tokens
-// the files list are accepted, so a hostile id cannot allocate gigabytes.
+// Ids index a table sized by the largest one: ids are accepted up to a margin above
+// the number of tokens the files list (Qwen's added tokens leave gaps), so a
+// hostile id cannot allocate gigabytes.
+constexpr size_t kIdMargin = 1 << 16;
 size_t checked_id(int64_t id, size_t num_listed, const fs::path& file, const std::string& where) {
-  if (id < 0 || static_cast<uint64_t>(id) >= num_listed)
-    throw loader::LoadError(file, where + ": id " + std::to_string(id) + " is outside the " +
+  if (id < 0 || static_cast<uint64_t>(id) >= num_listed + kIdMargin)
+    throw loader::LoadError(file, where + ": id " + std::to_string(id) + " is far beyond the " +
                                       std::to_string(num_listed) + " tokens listed");
   return static_cast<size_t>(id);
 }
