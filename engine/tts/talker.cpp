@@ -126,6 +126,16 @@ void Talker::build_inputs(const TalkerStep& s, const Workspace::Views& views) {
   backend_.add(views.hidden, views.branch, views.hidden);
 }
 
+void Talker::input_rows(const TalkerStep& s, std::span<float> rows) {
+  const auto t = static_cast<int64_t>(s.text_of_row.size());
+  SLUICE_CHECK(rows.size() == static_cast<size_t>(t * config_.talker.embedding_length),
+               "Talker::input_rows: rows span is not T x d");
+  const Workspace::Views views = workspace_.views(t, 0);
+  build_inputs(s, views);
+  backend_.download(views.hidden, std::as_writable_bytes(rows));
+  backend_.synchronize();
+}
+
 void Talker::forward(const TalkerStep& s, KvCache& cache, std::span<float> logits) {
   check(s, cache);
   const auto t = static_cast<int64_t>(s.text_of_row.size());

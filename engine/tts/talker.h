@@ -51,6 +51,10 @@ class Talker {
   // [R, d] final-norm hidden states of the last forward's logit rows, on the device.
   const backends::Tensor& final_hidden() const { return final_hidden_; }
 
+  // The step's input rows [T, d] (text track + codec track) on the host, without
+  // running the layers: what parity tests compare with the reference's embeddings.
+  void input_rows(const TalkerStep& step, std::span<float> rows);
+
   // P(ids): the text track of `ids`, written to out [n, d] (on the device).
   void project_text(std::span<const int32_t> ids, const backends::Tensor& out);
 
