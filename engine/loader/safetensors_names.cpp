@@ -1,6 +1,7 @@
 #include "engine/loader/safetensors_names.h"
 
 #include <array>
+#include <span>
 #include <utility>
 
 namespace sluice::loader::detail {
@@ -44,6 +45,13 @@ std::string_view lookup(const Table& table, std::string_view module) {
 }
 
 }  // namespace
+
+std::string_view hf_layer_module(std::string_view gguf_role) {
+  for (const auto& table : {std::span<const Pair>(kLayerNames), std::span<const Pair>(kLlamaNorms)})
+    for (const auto& [hf, gguf] : table)
+      if (gguf == gguf_role) return hf;
+  return {};
+}
 
 std::string gguf_tensor_name(std::string_view hf_name, bool is_gemma) {
   std::string_view name = hf_name;

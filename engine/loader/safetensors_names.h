@@ -13,4 +13,8 @@ namespace sluice::loader::detail {
 // tensor with no GGUF counterpart (vision tower, rotary caches).
 std::string gguf_tensor_name(std::string_view hf_name, bool is_gemma);
 
+// The other way for one layer tensor of the llama / qwen3 layout: GGUF role
+// "attn_q" -> module path "self_attn.q_proj" under "layers.N."; empty when unknown.
+std::string_view hf_layer_module(std::string_view gguf_role);
+
 }  // namespace sluice::loader::detail

@@ -36,13 +36,20 @@ struct LayerWeights {
   backends::Tensor post_ffw_norm;   // [d] F32, post_norms only
 };
 
+// Device buffers of bound weights and the bytes made at load (quantized matrices,
+// widened vectors) that some of them view. Tensors bound into it stay valid while
+// it (and the weights' source) lives.
+struct WeightStore {
+  std::vector<std::unique_ptr<backends::Buffer>> buffers;  // one per tensor, owning the device side
+  std::vector<std::vector<std::byte>> made;                // bytes made at load (buffers may view them)
+};
+
 struct ModelWeights {
   backends::Tensor token_embd;   // [vocab, d]
   backends::Tensor output_norm;  // [d] F32
   backends::Tensor output;       // [vocab, d]: token_embd itself when tied
   std::vector<LayerWeights> layers;
-  std::vector<std::unique_ptr<backends::Buffer>> buffers;  // one per tensor, owning the device side
-  std::vector<std::vector<std::byte>> quantized;           // matrices quantized at load (buffers may view them)
+  WeightStore store;
 };
 
 // Throws loader::LoadError naming the source's file and the offending tensor.

@@ -1,4 +1,5 @@
 #include "engine/tokenizer/hf_tokenizer_json.h"
+#include "engine/tokenizer/hf_vocab_merges.h"
 
 #include <spdlog/spdlog.h>
 
@@ -217,6 +218,11 @@ Vocab vocab_from_hf_dir(const fs::path& dir) {
   return vocab;
 }
 
-Tokenizer Tokenizer::from_hf_dir(const fs::path& dir) { return Tokenizer(vocab_from_hf_dir(dir)); }
+Tokenizer Tokenizer::from_hf_dir(const fs::path& dir) {
+  // Qwen3-TTS folders publish vocab.json + merges.txt and no tokenizer.json.
+  if (!fs::exists(dir / "tokenizer.json") && fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt"))
+    return Tokenizer(vocab_from_vocab_merges(dir));
+  return Tokenizer(vocab_from_hf_dir(dir));
+}
 
 }  // namespace sluice::tokenizer

@@ -28,7 +28,9 @@ class Tokenizer {
   // Throws LoadError naming the file and the tokenizer.* key at fault.
   static Tokenizer from_gguf(const loader::GgufFile& file);
   // `dir` holds tokenizer.json and, optionally, tokenizer_config.json (chat template,
-  // bos/eos tokens, add_bos_token). Throws LoadError naming the file and the field.
+  // bos/eos tokens, add_bos_token); or, without tokenizer.json, vocab.json +
+  // merges.txt + tokenizer_config.json (hf_vocab_merges.h). Throws LoadError naming
+  // the file and the field.
   static Tokenizer from_hf_dir(const std::filesystem::path& dir);
   explicit Tokenizer(Vocab vocab);
 

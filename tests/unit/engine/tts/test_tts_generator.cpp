@@ -1,0 +1,151 @@
+#include "engine/tts/tts_generator.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "backends/backend.h"
+#include "engine/loader/tensor_set.h"
+#include "tts_test_util.h"
+
+namespace sluice::engine::tts {
+namespace {
+
+using Codes = std::vector<std::vector<int32_t>>;
+
+// The tiny checkpoint on random F32 weights and the reference CPU backend.
+struct Tiny {
+  testing::TempDir t;
+  std::unique_ptr<backends::Backend> backend = backends::make_reference_cpu_backend(1);
+  std::unique_ptr<TtsModel> model;
+  explicit Tiny(bool wide = false) {
+    testing::write_tiny_folder(t.dir, testing::tiny_config_json(wide));
+    model = TtsModel::from_parts(loader::make_random_tensor_set("tiny-tts", backends::DType::F32, 7),
+                                 read_tts_config(t.dir), tokenizer::Tokenizer::from_hf_dir(t.dir), *backend);
+  }
+};
+
+TtsRequest request(const std::string& text, const std::string& voice, std::optional<float> temperature,
+                   uint64_t seed, int32_t max_frames) {
+  TtsRequest r;
+  r.prompt.text = text;
+  r.prompt.voice = voice;
+  r.temperature = temperature;
+  r.seed = seed;
+  r.max_frames = max_frames;
+  return r;
+}
+
+TtsGeneratorOptions parity_options() {
+  TtsGeneratorOptions o;
+  o.max_sequences = 4;
+  o.kv_tokens = 1024;
+  o.kv_dtype = backends::DType::F32;
+  return o;
+}
+
+// Runs the requests together until all finish: frames per request, finish reasons.
+std::pair<std::vector<Codes>, std::vector<std::string>> run(const TtsModel& model,
+                                                            const std::vector<TtsRequest>& requests) {
+  TtsGenerator gen(model, parity_options());
+  std::map<int64_t, size_t> index;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const TtsStarted started = gen.start(requests[i]);
+    REQUIRE_MESSAGE(started.ok(), started.error);
+    index[started.id] = i;
+  }
+  std::vector<Codes> codes(requests.size());
+  std::vector<std::string> reasons(requests.size());
+  for (int guard = 0; gen.num_running() > 0 && guard < 1000; ++guard) {
+    for (const TtsFrameEvent& e : gen.step()) {
+      const size_t i = index.at(e.id);
+      if (!e.codes.empty()) codes[i].push_back(e.codes);
+      if (e.finished) reasons[i] = std::string(e.finish_reason);
+    }
+  }
+  return {codes, reasons};
+}
+
+}  // namespace
+
+TEST_CASE("tts generator: frames of 16 codes in range, ending on length or EOS") {
+  Tiny tiny;
+  const auto [codes, reasons] = run(*tiny.model, {request("hello", "anna", 0.0f, 1, 5)});
+  REQUIRE(codes[0].size() >= 2);  // EOS is masked for the first two frames
+  for (const auto& frame : codes[0]) {
+    REQUIRE(frame.size() == 16);
+    CHECK(frame[0] >= 0);
+    CHECK(frame[0] < 256);  // control rows 256..1279 are suppressed
+    for (size_t j = 1; j < 16; ++j) CHECK((frame[j] >= 0 && frame[j] < 256));
+  }
+  if (reasons[0] == "length") CHECK(codes[0].size() == 5);
+  else CHECK(reasons[0] == "stop");
+}
+
+TEST_CASE("tts generator: a sequence's codes do not depend on its batch (greedy and seeded sampling)") {
+  for (bool wide : {false, true}) {
+    CAPTURE(wide);
+    Tiny tiny(wide);
+    const std::vector<TtsRequest> requests = {request("hello there", "anna", 0.0f, 1, 6),
+                                              request("hi", "eric", 0.9f, 42, 7),
+                                              request("a longer sentence", "anna", 1.0f, 7, 5)};
+    const auto together = run(*tiny.model, requests);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      CAPTURE(i);
+      const auto alone = run(*tiny.model, {requests[i]});
+      CHECK(alone.first[0] == together.first[i]);
+      CHECK(alone.second[0] == together.second[i]);
+    }
+    // A different seed changes a sampled sequence (the seed is used).
+    auto reseeded = requests[1];
+    reseeded.seed = 43;
+    CHECK(run(*tiny.model, {reseeded}).first[0] != together.first[1]);
+  }
+}
+
+TEST_CASE("tts generator: sequences started mid-run equal runs alone") {
+  Tiny tiny;
+  const TtsRequest first = request("hello there", "anna", 0.0f, 1, 6);
+  const TtsRequest second = request("late", "eric", 0.8f, 3, 4);
+  TtsGenerator gen(*tiny.model, parity_options());
+  const int64_t a = gen.start(first).id;
+  Codes codes_a, codes_b;
+  int64_t b = -1;
+  for (int step = 0; gen.num_running() > 0 && step < 100; ++step) {
+    if (step == 2) b = gen.start(second).id;
+    for (const auto& e : gen.step()) {
+      if (e.codes.empty()) continue;
+      (e.id == a ? codes_a : codes_b).push_back(e.codes);
+    }
+  }
+  CHECK(codes_a == run(*tiny.model, {first}).first[0]);
+  CHECK(codes_b == run(*tiny.model, {second}).first[0]);
+  CHECK(gen.times().steps > 0);
+  CHECK(gen.times().talker_ms > 0.0);
+  CHECK(gen.times().predictor_ms > 0.0);
+}
+
+TEST_CASE("tts generator: bad requests are refused naming the field; capacity is enforced") {
+  Tiny tiny;
+  TtsGeneratorOptions options = parity_options();
+  options.max_sequences = 1;
+  TtsGenerator gen(*tiny.model, options);
+  auto r = request("hi", "anna", 0.0f, 1, 3);
+  r.top_p = 0.0f;
+  CHECK(gen.start(r).param == "top_p");
+  r = request("hi", "anna", -1.0f, 1, 3);
+  CHECK(gen.start(r).param == "temperature");
+  r = request("hi", "anna", 0.0f, 1, 0);
+  CHECK(gen.start(r).param == "max_frames");
+  r = request("hi", "anna", 0.0f, 1, 100000);
+  CHECK(gen.start(r).param == "max_frames");
+  r = request("hi", "zed", 0.0f, 1, 3);
+  CHECK(gen.start(r).param == "voice");
+  CHECK(gen.start(request("hi", "anna", 0.0f, 1, 3)).ok());
+  const TtsStarted full = gen.start(request("hi", "anna", 0.0f, 1, 3));
+  CHECK_FALSE(full.ok());
+  CHECK(full.error.find("full") != std::string::npos);
+  CHECK(gen.num_running() == 1);
+}
+
+}  // namespace sluice::engine::tts
