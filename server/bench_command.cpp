@@ -26,6 +26,7 @@
 #include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/bench_engine.h"
+#include "server/bench_tts.h"
 
 namespace sluice::server {
 namespace {
@@ -512,9 +513,16 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("--copy-bytes", o.copy_bytes, "Bytes per buffer of the copy-bandwidth test")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "Seed of the random weights")->capture_default_str();
   app.add_option("--json", o.json_path, "Also write the results to this JSON file");
+  app.add_option("--tts", o.tts, "Speech instead of text: 0.6b or 1.7b (random weights) or a Qwen3-TTS folder");
+  app.add_option("--tts-kind", o.tts_kind, "Random-weight speech checkpoint kind: custom_voice or voice_design")
+      ->capture_default_str();
+  app.add_option("--tts-frames", o.tts_frames, "Frames (80 ms each) of the timed utterance")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--tts-text-tokens", o.tts_text_tokens, "Text tokens of a random-weight speech prompt")
+      ->capture_default_str()->check(CLI::PositiveNumber);
 }
 
 int run_bench(const BenchOptions& o) {
+  if (!o.tts.empty()) return run_tts_bench(o);
   loader::RandomModelSpec spec;
   std::shared_ptr<const loader::WeightSource> file;
   DType kv_dtype;

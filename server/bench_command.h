@@ -36,6 +36,12 @@ struct BenchOptions {
   uint64_t copy_bytes = uint64_t{1} << 30;  // per copy buffer
   uint64_t seed = 1;
   std::string json_path;                  // empty: no JSON
+  // Speech (bench_tts.h): a size preset ("0.6b", "1.7b") on random weights, or a
+  // Qwen3-TTS checkpoint folder; empty: the text benchmark.
+  std::string tts;
+  std::string tts_kind = "custom_voice";  // custom_voice | voice_design (presets)
+  int tts_frames = 50;                    // frames of the timed utterance
+  int tts_text_tokens = 32;               // text tokens of a random-weight prompt
 };
 
 void add_bench_options(CLI::App& app, BenchOptions& options);

@@ -8,6 +8,7 @@
 #include "config/config_loader.h"
 #include "server/bench_command.h"
 #include "server/generate_command.h"
+#include "server/speak_command.h"
 #include "server/inspect_command.h"
 #include "server/serve_command.h"
 
@@ -29,6 +30,10 @@ int main(int argc, char** argv) {
   server::GenerateOptions generate_options;
   server::add_generate_options(*generate, generate_options);
 
+  auto* speak = app.add_subcommand("speak", "Speak one text with a Qwen3-TTS checkpoint and write the audio");
+  server::SpeakOptions speak_options;
+  server::add_speak_options(*speak, speak_options);
+
   auto* bench = app.add_subcommand("bench", "Time the forward pass of a model shape on random weights");
   server::BenchOptions bench_options;
   server::add_bench_options(*bench, bench_options);
@@ -38,6 +43,7 @@ int main(int argc, char** argv) {
 
   if (*inspect) return server::run_inspect(inspect_path, show_tensors);
   if (*generate) return server::run_generate(generate_options);
+  if (*speak) return server::run_speak(speak_options);
   if (*bench) return server::run_bench(bench_options);
 
   config::Config config;

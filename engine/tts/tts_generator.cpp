@@ -103,7 +103,7 @@ TtsStarted TtsGenerator::start(TtsPrompt prompt, const TtsRequest& r) {
   seq->prompt = std::move(prompt);
   seq->max_frames = max_frames;
   seq->talker = stage_params(config_.talker_sampling, r, true);
-  seq->talker.min_tokens = 2;
+  seq->talker.min_tokens = r.ignore_eos ? max_frames + 1 : 2;  // EOS banned while fewer frames
   seq->talker.min_tokens_banned = {config_.codec.eos};
   seq->predictor = stage_params(config_.predictor_sampling, r, false);
   seq->rng = r.seed ? Rng(*r.seed, 0) : Rng::from_entropy();

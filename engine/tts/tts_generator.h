@@ -46,6 +46,7 @@ struct TtsRequest {
   std::optional<float> top_p;        // (0, 1]
   std::optional<float> repetition_penalty;
   std::optional<int32_t> max_frames;  // absent: the checkpoint's max_new_tokens - 1
+  bool ignore_eos = false;            // benchmarks: EOS never sampled, every sequence runs max_frames
 };
 
 struct TtsGeneratorOptions {

@@ -1,0 +1,39 @@
+#pragma once
+// `sluice speak --model DIR --text TEXT --out FILE.wav`: one utterance through a
+// Qwen3-TTS checkpoint folder (talker, code predictor, codec decoder), streamed
+// frame by frame as the server will, written to a WAV/FLAC/Ogg file. --stats prints
+// frames, audio seconds, ms per frame per stage, time to first audio and the
+// real-time factor.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace sluice::server {
+
+struct SpeakOptions {
+  std::string model_path;       // a Qwen3-TTS checkpoint folder
+  std::string text;
+  std::string voice;            // CustomVoice speaker; default: the first one
+  std::string language = "auto";
+  std::string instructions;     // VoiceDesign (1.7B) voice description / style
+  std::optional<uint64_t> seed;
+  std::optional<float> temperature;  // 0: greedy talker and code predictor; default: the checkpoint's
+  std::optional<int> max_frames;
+  std::string out_path;
+  int threads = 0;
+  std::string backend = "auto";
+  std::string quantize = "none";  // none | q8_0 | q4_0: talker and code predictor matrices
+  bool stats = false;
+};
+
+void add_speak_options(CLI::App& app, SpeakOptions& options);
+
+// Returns the exit code: 0 on success, 1 when the model cannot be loaded or run,
+// 2 for a request the model refuses (unknown voice or language, empty text).
+int run_speak(const SpeakOptions& options);
+
+}  // namespace sluice::server
