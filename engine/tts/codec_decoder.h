@@ -36,7 +36,8 @@ namespace sluice::engine::tts {
 class CodecDecoder;
 struct CodecScratch;
 
-// One utterance being decoded: its conv contexts, KV ring and position.
+// One utterance being decoded: owns its conv contexts, KV ring and position (on
+// the decoder's backend). Called by the thread that uses its decoder.
 class CodecStream {
  public:
   CodecStream(CodecStream&&) noexcept;
