@@ -10,11 +10,13 @@
 //
 // The KV ring. Frame p of a stream sits at transformer position p, stored in block
 // (p / block_size) % ring_blocks of the stream's own KvCache, so the block table is
-// i -> i % ring_blocks and grows by one entry every block_size frames. A chunk of n
-// frames from position c needs positions [c - window + 1, c + n) live: at most
-// ceil((window - 1 + n) / block_size) + 1 consecutive blocks, which ring_blocks
-// covers, so the ring never overwrites a live position. Table entries for older
-// positions point at recycled blocks; no attention kernel reads them: the CPU kernel
+// i -> i % ring_blocks (one more entry every block_size frames) and p's slot is
+// p mod (ring_blocks * block_size): distinct for any ring_blocks * block_size
+// consecutive positions. A chunk of n frames from position c needs positions
+// [c - window + 1, c + n) live, window - 1 + n of them, so ring_blocks =
+// ceil((window - 1 + max_chunk_frames) / block_size) never overwrites a live
+// position. Table entries for older positions point at recycled blocks; no
+// attention kernel reads them: the CPU kernel
 // (backends/cpu/attention_kernel_impl.h) starts each work item at the window start
 // of its first query, lowest(first_position) = first_position - window + 1 >= c -
 // window + 1, and the CUDA kernel (backends/cuda/k_attention.cu) starts each query
@@ -97,7 +99,7 @@ CodecDecoder::CodecDecoder(const CodecConfig& config, backends::Backend& backend
       weights_(std::move(weights)),
       hparams_(transformer_hparams(config)),
       max_chunk_frames_(max_chunk_frames),
-      ring_blocks_((config.sliding_window - 1 + max_chunk_frames + kCodecKvBlockSize - 1) / kCodecKvBlockSize + 1) {
+      ring_blocks_((config.sliding_window - 1 + max_chunk_frames + kCodecKvBlockSize - 1) / kCodecKvBlockSize) {
   const Architecture arch = transformer_architecture();
   arch.check(hparams_);
   if (!backend.supports_attention(hparams_.num_heads, hparams_.num_kv_heads, hparams_.head_dim))

@@ -36,7 +36,8 @@ namespace sluice::engine::tts {
 class CodecDecoder;
 struct CodecScratch;
 
-// One utterance being decoded: its conv contexts, KV ring and position.
+// One utterance being decoded: owns its conv contexts, KV ring and position (on
+// the decoder's backend). Called by the thread that uses its decoder.
 class CodecStream {
  public:
   CodecStream(CodecStream&&) noexcept;
@@ -107,7 +108,7 @@ class CodecDecoder {
   CodecWeights weights_;
   ModelHparams hparams_;       // the pre_transformer as a llama-style sliding-window model
   int64_t max_chunk_frames_;
-  int64_t ring_blocks_;        // KV blocks a stream keeps: the window plus one chunk, block-rounded
+  int64_t ring_blocks_;        // KV blocks a stream keeps: the window plus one chunk, rounded up
   std::unique_ptr<CodecScratch> scratch_;
   StageHook stage_hook_;
 };

@@ -43,11 +43,10 @@ TEST_CASE("codec decoder: streaming in any pieces equals decode_all bit for bit 
   const CodecConfig config = small_codec_config();
   auto set = loader::make_random_tensor_set("codec", DType::F32, 7);
   auto backend = backends::make_cpu_backend(2);
-  // A chunk limit of 4 frames splits the bigger pieces inside the stream too, and
-  // the 5-frame window makes the KV ring recycle its blocks several times.
-  CodecDecoder decoder = CodecDecoder::load(*set, config, *backend, 4);
   const std::vector<int32_t> codes = random_codes(config, 70, 1);
-  const std::vector<float> whole = decoder.decode_all(codes);
+  // One pass: a 70-frame chunk, a KV ring of 80 slots that never wraps.
+  CodecDecoder one_pass = CodecDecoder::load(*set, config, *backend, 70);
+  const std::vector<float> whole = one_pass.decode_all(codes);
   REQUIRE(whole.size() == 70u * 24u);
   bool any_nonzero = false;
   for (float v : whole) {
@@ -57,13 +56,17 @@ TEST_CASE("codec decoder: streaming in any pieces equals decode_all bit for bit 
   }
   CHECK(any_nonzero);
 
-  CHECK(same_bits(decode_in_pieces(decoder, codes, {1}), whole));
-  CHECK(same_bits(decode_in_pieces(decoder, codes, {1, 2, 5, 3}), whole));
-  CHECK(same_bits(decode_in_pieces(decoder, codes, {7, 1, 13}), whole));
-
-  // One pass with no chunking and no recycled block gives the same bits as well.
-  CodecDecoder one_pass = CodecDecoder::load(*set, config, *backend, 70);
-  CHECK(same_bits(one_pass.decode_all(codes), whole));
+  // Chunk limits of 4 and 13 frames split the bigger pieces inside the stream too,
+  // and with the 5-frame window the ring is one block (8 live positions) and two
+  // blocks (17 live: one more than a block), recycled many times over 70 frames.
+  for (int64_t max_chunk : {4, 13}) {
+    CAPTURE(max_chunk);
+    CodecDecoder decoder = CodecDecoder::load(*set, config, *backend, max_chunk);
+    CHECK(same_bits(decoder.decode_all(codes), whole));
+    CHECK(same_bits(decode_in_pieces(decoder, codes, {1}), whole));
+    CHECK(same_bits(decode_in_pieces(decoder, codes, {1, 2, 5, 3}), whole));
+    CHECK(same_bits(decode_in_pieces(decoder, codes, {7, 1, 13}), whole));
+  }
 }
 
 TEST_CASE("codec decoder: a stream carries its context (later frames depend on earlier ones)") {
