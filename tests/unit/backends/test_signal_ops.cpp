@@ -1,0 +1,161 @@
+// The CPU backend's signal ops (backend.h) on every kernel path this CPU runs:
+//  - against backend.h's formulas in double (signal_ops_cases.h): element-wise ops
+//    within ~1e-6 relative (libm's expf/erff/sinf), clamp and add_bias exactly, the
+//    convolutions within (taps * ceil(Cin/16) + 8) * 2^-24 * (sum |w x| + |bias|),
+//    the F32 rounding bound of conv_kernel.h's fused 16-lane summation;
+//  - conv_transpose1d against a scatter-form transposed convolution of a PyTorch
+//    [Cin, Cout, K] weight with the trailing K - s outputs trimmed, repacked as
+//    backend.h documents;
+//  - the streaming invariant: every op computed in chunks (each fed its left-context
+//    rows) equals one whole call bit for bit, on every path and thread count;
+//  - every path equals the scalar path bit for bit.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/quant/cpu_features.h"
+#include "tests/unit/backends/cpu/cpu_test_util.h"
+#include "tests/unit/backends/signal_ops_cases.h"
+
+namespace sluice::backends::test {
+namespace {
+
+// Odd sizes: channels off multiples of 16, every dilation and stride of the codec.
+std::vector<SignalCase> all_cases(std::mt19937& rng) {
+  std::vector<SignalCase> cases;
+  for (SignalKind kind : {SignalKind::silu, SignalKind::gelu_erf, SignalKind::clamp, SignalKind::add_bias,
+                          SignalKind::snake})
+    for (int64_t channels : {1, 19, 96})
+      cases.push_back(make_signal_case(kind, channels, channels, 1, 1, false, rng));
+  for (bool bias : {false, true}) {
+    for (int dilation : {1, 3, 9}) {
+      cases.push_back(make_signal_case(SignalKind::conv1d, 7, 5, 7, dilation, bias, rng));
+      cases.push_back(make_signal_case(SignalKind::conv1d, 37, 19, 3, dilation, bias, rng));
+    }
+    cases.push_back(make_signal_case(SignalKind::conv1d, 100, 33, 1, 1, bias, rng));   // a Linear layer
+    cases.push_back(make_signal_case(SignalKind::conv1d, 16, 1, 7, 1, bias, rng));     // the final 96 -> 1
+    cases.push_back(make_signal_case(SignalKind::conv1d, 48, 13, 2, 2, bias, rng));
+    for (int64_t channels : {1, 23, 64}) cases.push_back(make_signal_case(SignalKind::depthwise, channels, channels, 7, 1, bias, rng));
+    for (int stride : {2, 3, 4, 5, 8}) cases.push_back(make_signal_case(SignalKind::conv_transpose, 21, 11, 2, stride, bias, rng));
+    cases.push_back(make_signal_case(SignalKind::conv_transpose, 33, 6, 1, 2, bias, rng));  // K = s: no context
+    cases.push_back(make_signal_case(SignalKind::conv_transpose, 17, 9, 3, 3, bias, rng));
+  }
+  return cases;
+}
+
+std::vector<float> random_input(const SignalCase& c, int64_t steps, std::mt19937& rng) {
+  return random_floats(rng, size_t((steps + c.context()) * c.cin), -2.0f, 2.0f);
+}
+
+std::vector<std::unique_ptr<Backend>> backends_of_every_path(int num_threads) {
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (cpu::KernelPath path : cpu::runnable_kernel_paths())
+    backends.push_back(std::make_unique<cpu::CpuBackend>(num_threads, path));
+  return backends;
+}
+
+}  // namespace
+
+TEST_CASE("signal ops: every op on every CPU path matches backend.h's formula in double") {
+  std::mt19937 rng(11);
+  const auto backends = backends_of_every_path(2);
+  MESSAGE("signal op paths: " << backends.size());
+  for (const SignalCase& c : all_cases(rng)) {
+    for (int64_t steps : {1, 2, 5, 37}) {
+      CAPTURE(c.describe());
+      CAPTURE(steps);
+      const std::vector<float> x = random_input(c, steps, rng);
+      const SignalReference ref = signal_reference(c, x, steps);
+      for (const auto& backend : backends) {
+        CAPTURE(backend->kernel_path());
+        CHECK(signal_misses(run_signal(*backend, c, x, steps), ref) == 0);
+        // Strided rows: the same values, the padding untouched (checked in run_signal).
+        CHECK(bits_equal(run_signal(*backend, c, x, steps, 3), run_signal(*backend, c, x, steps)));
+      }
+    }
+  }
+}
+
+TEST_CASE("signal ops: element-wise ops computed in place equal out of place") {
+  std::mt19937 rng(12);
+  cpu::CpuBackend backend(2, cpu::active_kernel_path());
+  for (const SignalCase& c : all_cases(rng)) {
+    if (!c.is_elementwise()) continue;
+    CAPTURE(c.describe());
+    const std::vector<float> x = random_input(c, 37, rng);
+    CHECK(bits_equal(run_signal(backend, c, x, 37, 0, true), run_signal(backend, c, x, 37)));
+  }
+}
+
+TEST_CASE("signal ops: chunked streaming equals one whole call bit for bit, on every path and thread count") {
+  std::mt19937 rng(13);
+  auto backends = backends_of_every_path(2);
+  backends.push_back(std::make_unique<cpu::CpuBackend>(1, cpu::active_kernel_path()));
+  const int64_t steps = 37;
+  for (const SignalCase& c : all_cases(rng)) {
+    CAPTURE(c.describe());
+    const std::vector<float> x = random_input(c, steps, rng);
+    const std::vector<float> whole_scalar = run_signal(*backends.front(), c, x, steps);
+    for (const auto& backend : backends) {
+      CAPTURE(backend->kernel_path());
+      const std::vector<float> whole = run_signal(*backend, c, x, steps);
+      // Every path gives the scalar path's bits (all CPUs decode alike).
+      CHECK(bits_equal(whole, whole_scalar));
+      CHECK(bits_equal(run_signal_chunked(*backend, c, x, steps, {1}), whole));
+      CHECK(bits_equal(run_signal_chunked(*backend, c, x, steps, {4, 7, 1, 3, 5}), whole));
+    }
+  }
+}
+
+TEST_CASE("signal ops: conv_transpose1d is PyTorch's transposed conv, trailing K - s trimmed, after the repack") {
+  // Scatter form on a PyTorch weight W [Cin, Cout, K]: input row i adds
+  // W[c, o, k] * x[i, c] to full output row i*s + k; the causal op keeps rows
+  // [0, N*s) of the full output. With m - 1 leading context rows, the op's T*s
+  // outputs are full rows [(m-1)*s, (T+m-1)*s).
+  std::mt19937 rng(14);
+  const auto backends = backends_of_every_path(2);
+  struct Shape { int64_t cin, cout; int stride, m; };
+  for (const Shape& s : {Shape{21, 11, 8, 2}, Shape{19, 7, 5, 2}, Shape{40, 3, 4, 2}, Shape{5, 9, 3, 2},
+                         Shape{33, 17, 2, 1}, Shape{6, 5, 3, 3}}) {
+    CAPTURE(s.cin);
+    CAPTURE(s.cout);
+    CAPTURE(s.stride);
+    const int64_t k_full = int64_t(s.m) * s.stride, frames = 9, in_rows = frames + s.m - 1;
+    const std::vector<float> torch_w = random_floats(rng, size_t(s.cin * s.cout * k_full));
+    auto W = [&](int64_t c, int64_t o, int64_t k) { return double(torch_w[size_t((c * s.cout + o) * k_full + k)]); };
+    SignalCase c = make_signal_case(SignalKind::conv_transpose, s.cin, s.cout, s.m, s.stride, true, rng);
+    for (int64_t r = 0; r < s.stride; ++r)
+      for (int64_t o = 0; o < s.cout; ++o)
+        for (int64_t q = 0; q < s.m; ++q)
+          for (int64_t ch = 0; ch < s.cin; ++ch)
+            c.w[size_t((r * s.cout + o) * s.m * s.cin + q * s.cin + ch)] = float(W(ch, o, r + (s.m - 1 - q) * s.stride));
+    const std::vector<float> x = random_floats(rng, size_t(in_rows * s.cin));
+    const int64_t full_rows = (in_rows - 1) * s.stride + k_full;
+    std::vector<double> full(size_t(full_rows * s.cout)), full_abs(size_t(full_rows * s.cout));
+    for (int64_t i = 0; i < in_rows; ++i)
+      for (int64_t ch = 0; ch < s.cin; ++ch)
+        for (int64_t o = 0; o < s.cout; ++o)
+          for (int64_t k = 0; k < k_full; ++k) {
+            const double p = W(ch, o, k) * x[size_t(i * s.cin + ch)];
+            full[size_t((i * s.stride + k) * s.cout + o)] += p;
+            full_abs[size_t((i * s.stride + k) * s.cout + o)] += std::fabs(p);
+          }
+    SignalReference ref;
+    for (int64_t row = (s.m - 1) * s.stride; row < in_rows * s.stride; ++row)
+      for (int64_t o = 0; o < s.cout; ++o) {
+        const size_t at = size_t(row * s.cout + o);
+        ref.value.push_back(full[at] + c.bias[size_t(o)]);
+        ref.bound.push_back(double(s.m * ((s.cin + 15) / 16) + 8) * std::ldexp(1.0, -24) *
+                                (full_abs[at] + std::fabs(c.bias[size_t(o)])) + 1e-30);
+      }
+    for (const auto& backend : backends) {
+      CAPTURE(backend->kernel_path());
+      CHECK(signal_misses(run_signal(*backend, c, x, frames), ref) == 0);
+    }
+  }
+}
+
+}  // namespace sluice::backends::test
