@@ -61,7 +61,13 @@ struct SignalCase {
 
 inline SignalCase make_signal_case(SignalKind kind, int64_t cin, int64_t cout, int64_t taps, int param, bool has_bias,
                                    std::mt19937& rng) {
-  SignalCase c{.kind = kind, .cin = cin, .cout = cout, .taps = taps, .param = param, .has_bias = has_bias};
+  SignalCase c;
+  c.kind = kind;
+  c.cin = cin;
+  c.cout = cout;
+  c.taps = taps;
+  c.param = param;
+  c.has_bias = has_bias;
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f), positive(0.2f, 3.0f);
   auto fill = [&](std::vector<float>& v, size_t n) {
     v.resize(n);
@@ -84,6 +90,36 @@ inline SignalCase make_signal_case(SignalKind kind, int64_t cin, int64_t cout, i
     fill(c.bias, size_t(c.out_cols()));
   }
   return c;
+}
+
+// Odd sizes: channels off multiples of 16, every dilation and stride of the codec.
+inline std::vector<SignalCase> signal_test_cases(std::mt19937& rng) {
+  std::vector<SignalCase> cases;
+  for (SignalKind kind : {SignalKind::silu, SignalKind::gelu_erf, SignalKind::clamp, SignalKind::add_bias,
+                          SignalKind::snake})
+    for (int64_t channels : {1, 19, 96})
+      cases.push_back(make_signal_case(kind, channels, channels, 1, 1, false, rng));
+  for (bool bias : {false, true}) {
+    for (int dilation : {1, 3, 9}) {
+      cases.push_back(make_signal_case(SignalKind::conv1d, 7, 5, 7, dilation, bias, rng));
+      cases.push_back(make_signal_case(SignalKind::conv1d, 37, 19, 3, dilation, bias, rng));
+    }
+    cases.push_back(make_signal_case(SignalKind::conv1d, 100, 33, 1, 1, bias, rng));   // a Linear layer
+    cases.push_back(make_signal_case(SignalKind::conv1d, 16, 1, 7, 1, bias, rng));     // the final 96 -> 1
+    cases.push_back(make_signal_case(SignalKind::conv1d, 48, 13, 2, 2, bias, rng));
+    for (int64_t channels : {1, 23, 64}) cases.push_back(make_signal_case(SignalKind::depthwise, channels, channels, 7, 1, bias, rng));
+    for (int stride : {2, 3, 4, 5, 8}) cases.push_back(make_signal_case(SignalKind::conv_transpose, 21, 11, 2, stride, bias, rng));
+    cases.push_back(make_signal_case(SignalKind::conv_transpose, 33, 6, 1, 2, bias, rng));  // K = s: no context
+    cases.push_back(make_signal_case(SignalKind::conv_transpose, 17, 9, 3, 3, bias, rng));
+  }
+  return cases;
+}
+
+inline std::vector<float> random_signal_input(const SignalCase& c, int64_t steps, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> x(size_t((steps + c.context()) * c.cin));
+  for (float& v : x) v = dist(rng);
+  return x;
 }
 
 // Runs the case on `backend` for `steps` steps: x holds steps + context() rows

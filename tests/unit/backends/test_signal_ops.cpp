@@ -23,33 +23,6 @@
 namespace sluice::backends::test {
 namespace {
 
-// Odd sizes: channels off multiples of 16, every dilation and stride of the codec.
-std::vector<SignalCase> all_cases(std::mt19937& rng) {
-  std::vector<SignalCase> cases;
-  for (SignalKind kind : {SignalKind::silu, SignalKind::gelu_erf, SignalKind::clamp, SignalKind::add_bias,
-                          SignalKind::snake})
-    for (int64_t channels : {1, 19, 96})
-      cases.push_back(make_signal_case(kind, channels, channels, 1, 1, false, rng));
-  for (bool bias : {false, true}) {
-    for (int dilation : {1, 3, 9}) {
-      cases.push_back(make_signal_case(SignalKind::conv1d, 7, 5, 7, dilation, bias, rng));
-      cases.push_back(make_signal_case(SignalKind::conv1d, 37, 19, 3, dilation, bias, rng));
-    }
-    cases.push_back(make_signal_case(SignalKind::conv1d, 100, 33, 1, 1, bias, rng));   // a Linear layer
-    cases.push_back(make_signal_case(SignalKind::conv1d, 16, 1, 7, 1, bias, rng));     // the final 96 -> 1
-    cases.push_back(make_signal_case(SignalKind::conv1d, 48, 13, 2, 2, bias, rng));
-    for (int64_t channels : {1, 23, 64}) cases.push_back(make_signal_case(SignalKind::depthwise, channels, channels, 7, 1, bias, rng));
-    for (int stride : {2, 3, 4, 5, 8}) cases.push_back(make_signal_case(SignalKind::conv_transpose, 21, 11, 2, stride, bias, rng));
-    cases.push_back(make_signal_case(SignalKind::conv_transpose, 33, 6, 1, 2, bias, rng));  // K = s: no context
-    cases.push_back(make_signal_case(SignalKind::conv_transpose, 17, 9, 3, 3, bias, rng));
-  }
-  return cases;
-}
-
-std::vector<float> random_input(const SignalCase& c, int64_t steps, std::mt19937& rng) {
-  return random_floats(rng, size_t((steps + c.context()) * c.cin), -2.0f, 2.0f);
-}
-
 std::vector<std::unique_ptr<Backend>> backends_of_every_path(int num_threads) {
   std::vector<std::unique_ptr<Backend>> backends;
   for (cpu::KernelPath path : cpu::runnable_kernel_paths())
@@ -63,11 +36,11 @@ TEST_CASE("signal ops: every op on every CPU path matches backend.h's formula in
   std::mt19937 rng(11);
   const auto backends = backends_of_every_path(2);
   MESSAGE("signal op paths: " << backends.size());
-  for (const SignalCase& c : all_cases(rng)) {
+  for (const SignalCase& c : signal_test_cases(rng)) {
     for (int64_t steps : {1, 2, 5, 37}) {
       CAPTURE(c.describe());
       CAPTURE(steps);
-      const std::vector<float> x = random_input(c, steps, rng);
+      const std::vector<float> x = random_signal_input(c, steps, rng);
       const SignalReference ref = signal_reference(c, x, steps);
       for (const auto& backend : backends) {
         CAPTURE(backend->kernel_path());
@@ -82,10 +55,10 @@ TEST_CASE("signal ops: every op on every CPU path matches backend.h's formula in
 TEST_CASE("signal ops: element-wise ops computed in place equal out of place") {
   std::mt19937 rng(12);
   cpu::CpuBackend backend(2, cpu::active_kernel_path());
-  for (const SignalCase& c : all_cases(rng)) {
+  for (const SignalCase& c : signal_test_cases(rng)) {
     if (!c.is_elementwise()) continue;
     CAPTURE(c.describe());
-    const std::vector<float> x = random_input(c, 37, rng);
+    const std::vector<float> x = random_signal_input(c, 37, rng);
     CHECK(bits_equal(run_signal(backend, c, x, 37, 0, true), run_signal(backend, c, x, 37)));
   }
 }
@@ -95,9 +68,9 @@ TEST_CASE("signal ops: chunked streaming equals one whole call bit for bit, on e
   auto backends = backends_of_every_path(2);
   backends.push_back(std::make_unique<cpu::CpuBackend>(1, cpu::active_kernel_path()));
   const int64_t steps = 37;
-  for (const SignalCase& c : all_cases(rng)) {
+  for (const SignalCase& c : signal_test_cases(rng)) {
     CAPTURE(c.describe());
-    const std::vector<float> x = random_input(c, steps, rng);
+    const std::vector<float> x = random_signal_input(c, steps, rng);
     const std::vector<float> whole_scalar = run_signal(*backends.front(), c, x, steps);
     for (const auto& backend : backends) {
       CAPTURE(backend->kernel_path());
