@@ -15,7 +15,7 @@
 namespace sluice::backends::bench {
 namespace {
 
-enum class Op { conv1d, conv_transpose1d, depthwise_conv1d };
+enum class Op { conv1d, conv_transpose1d, depthwise_conv1d, snake };
 
 struct Shape {
   const char* what;
@@ -43,6 +43,9 @@ constexpr Shape kShapes[] = {
     {"res96 conv k7 d9", Op::conv1d, 1920, 96, 96, 7, 9},
     {"res96 conv k1", Op::conv1d, 1920, 96, 96, 1, 1},
     {"dec.6 conv k7 ->1", Op::conv1d, 1920, 96, 1, 7, 1},
+    // SnakeBeta runs 7 times per block (before the upsampler and twice per residual unit).
+    {"snake 768", Op::snake, 32, 768, 768, 1, 1},
+    {"snake 96", Op::snake, 1920, 96, 96, 1, 1},
 };
 
 struct Owned {
@@ -90,6 +93,13 @@ void bench_signal_ops(Backend& backend) {
         out = make_tensor(backend, {rows * s.param, s.cout}, rng);
         flops = 2.0 * static_cast<double>(rows * s.param * s.cout * s.taps * s.cin);
         call = [&] { backend.conv_transpose1d(x.tensor, w.tensor, bias.tensor, s.param, out.tensor); };
+      } else if (s.op == Op::snake) {
+        x = make_tensor(backend, {rows, s.cin}, rng);
+        w = make_tensor(backend, {s.cin}, rng);     // alpha
+        bias = make_tensor(backend, {s.cin}, rng);  // inv_beta
+        out = make_tensor(backend, {rows, s.cin}, rng);
+        flops = 0;  // transcendental: see ms/call
+        call = [&] { backend.snake(x.tensor, w.tensor, bias.tensor, out.tensor); };
       } else {
         x = make_tensor(backend, {rows + s.taps - 1, s.cin}, rng);
         w = make_tensor(backend, {s.cin, s.taps}, rng);
@@ -99,8 +109,7 @@ void bench_signal_ops(Backend& backend) {
         call = [&] { backend.depthwise_conv1d(x.tensor, w.tensor, bias.tensor, out.tensor); };
       }
       const double per_call = seconds_per_call(call);
-      total_seconds += per_call;
-      total_flops += flops;
+      if (flops > 0) total_seconds += per_call, total_flops += flops;
       char shape[48];
       std::snprintf(shape, sizeof shape, "[%lld,%lld]->[%lld,%lld]", static_cast<long long>(x.tensor.rows()),
                     static_cast<long long>(s.cin), static_cast<long long>(out.tensor.rows()),
@@ -108,9 +117,9 @@ void bench_signal_ops(Backend& backend) {
       std::printf("%-20s %7lld %-22s %10.3f %10.2f\n", s.what, static_cast<long long>(frames), shape,
                   per_call * 1e3, flops / per_call * 1e-9);
     }
-    // The residual units run each k7 conv three times (d = 1, 3, 9) and each k1
-    // conv three times; the table lists one of each, so this total is a lower
-    // bound of the decoder's conv time, not the decoder itself.
+    // The convolution rows only. The residual units run each k7 conv three times
+    // (d = 1, 3, 9) and each k1 conv three times; the table lists one of each, so
+    // this total is a lower bound of the decoder's conv time, not the decoder itself.
     std::printf("%-20s %7lld %-22s %10.3f %10.2f\n", "sum of the rows", static_cast<long long>(frames), "",
                 total_seconds * 1e3, total_flops / total_seconds * 1e-9);
   }

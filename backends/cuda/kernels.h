@@ -57,7 +57,7 @@ struct ConvLaunch {
   const float* x = nullptr;  // [rows + (taps-1)*step, cin]
   int64_t x_stride = 0;
   int step = 1;              // input rows between taps (the dilation)
-  const float* w = nullptr;  // [columns, taps * cin], contiguous rows
+  const float* w = nullptr;  // [columns, taps * cin], rows w_stride apart
   int64_t w_stride = 0;
   int64_t cin = 0;
   int taps = 1;

@@ -20,7 +20,7 @@ bool is_vector(const Tensor& t, int64_t n) { return t.dtype == DType::F32 && t.n
 
 void check_conv_operands(const Tensor& x, const Tensor& w, const Tensor& out, const char* what) {
   SLUICE_CHECK(x.dtype == DType::F32 && w.dtype == DType::F32 && out.dtype == DType::F32 && x.ndim == 2 &&
-                   w.ndim == 2 && out.ndim == 2 && w.is_contiguous(),
+                   w.ndim == 2 && out.ndim == 2,
                what);
 }
 
@@ -55,7 +55,7 @@ void CudaBackend::snake(const Tensor& x, const Tensor& alpha, const Tensor& inv_
 }
 
 void CudaBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) {
-  check_conv_operands(x, w, out, "conv1d: x, w, out must be 2-D F32, w contiguous");
+  check_conv_operands(x, w, out, "conv1d: x, w, out must be 2-D F32");
   const int64_t cin = x.cols(), cout = w.dim(0);
   SLUICE_CHECK(dilation >= 1 && cin > 0 && w.cols() % cin == 0, "conv1d: w must be [Cout, k*Cin]");
   const int64_t taps = w.cols() / cin;
@@ -81,7 +81,7 @@ void CudaBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, i
 }
 
 void CudaBackend::depthwise_conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
-  check_conv_operands(x, w, out, "depthwise_conv1d: x, w, out must be 2-D F32, w contiguous");
+  check_conv_operands(x, w, out, "depthwise_conv1d: x, w, out must be 2-D F32");
   const int64_t channels = x.cols(), taps = w.cols();
   SLUICE_CHECK(w.dim(0) == channels && out.cols() == channels && x.rows() == out.rows() + taps - 1,
                "depthwise_conv1d: x [T + k - 1, C], w [C, k], out [T, C]");
@@ -93,7 +93,7 @@ void CudaBackend::depthwise_conv1d(const Tensor& x, const Tensor& w, const Tenso
 
 void CudaBackend::conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& bias, int stride_rows,
                                    const Tensor& out) {
-  check_conv_operands(x, w, out, "conv_transpose1d: x, w, out must be 2-D F32, w contiguous");
+  check_conv_operands(x, w, out, "conv_transpose1d: x, w, out must be 2-D F32");
   const int64_t cin = x.cols(), cout = out.cols();
   SLUICE_CHECK(stride_rows >= 1 && cin > 0 && w.dim(0) == stride_rows * cout && w.cols() % cin == 0,
                "conv_transpose1d: w must be [stride*Cout, m*Cin]");

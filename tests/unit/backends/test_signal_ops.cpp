@@ -8,7 +8,9 @@
 //    backend.h documents;
 //  - the streaming invariant: every op computed in chunks (each fed its left-context
 //    rows) equals one whole call bit for bit, on every path and thread count;
-//  - every path equals the scalar path bit for bit.
+//  - every path equals the scalar path bit for bit;
+//  - snake at angles past its fast sine's range (|alpha x| > 4096) against libm's
+//    sin of the same F32 angle: within 2^-23 |x| (the final add) + 1e-6 inv_beta.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -129,6 +131,30 @@ TEST_CASE("signal ops: conv_transpose1d is PyTorch's transposed conv, trailing K
       CHECK(signal_misses(run_signal(*backend, c, x, frames), ref) == 0);
     }
   }
+}
+
+TEST_CASE("signal ops: snake is right at every angle, rows mixing small and huge ones included") {
+  std::mt19937 rng(15);
+  cpu::CpuBackend backend(2, cpu::active_kernel_path());
+  SignalCase c = make_signal_case(SignalKind::snake, 40, 40, 1, 1, false, rng);
+  const int64_t rows = 9;
+  std::vector<float> x = random_floats(rng, size_t(rows * c.cin), -2.0f, 2.0f);
+  // Rows 0-2 small angles only; rows 3-8 mix in magnitudes up to 1e5 (angles up to 3e5).
+  std::uniform_real_distribution<float> huge(-1e5f, 1e5f);
+  for (int64_t i = 3 * c.cin; i < rows * c.cin; i += 3) x[size_t(i)] = huge(rng);
+  const std::vector<float> got = run_signal(backend, c, x, rows);
+  int misses = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t ch = 0; ch < c.cin; ++ch) {
+      const size_t i = size_t(r * c.cin + ch);
+      const float angle = c.alpha[size_t(ch)] * x[i];
+      const double s = std::sin(double(angle));
+      const double want = double(x[i]) + double(c.inv_beta[size_t(ch)]) * s * s;
+      const double tol = std::ldexp(std::fabs(double(x[i])), -23) + 1e-6 * c.inv_beta[size_t(ch)];
+      if (!(std::fabs(got[i] - want) <= tol)) ++misses;
+    }
+  CHECK(misses == 0);
+  CHECK(bits_equal(run_signal_chunked(backend, c, x, rows, {1, 2}), got));
 }
 
 }  // namespace sluice::backends::test
