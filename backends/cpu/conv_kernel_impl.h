@@ -65,6 +65,65 @@ inline void madd_block(Vec (&acc)[R][T][kParts], const float* const* w, const fl
   }
 }
 
+#if defined(__AVX512F__)
+// reduce_lanes of 16 accumulators at once: each level adds the same pairs of
+// lanes as reduce_lanes (l + 8, + 4, + 2, + 1), only 16 accumulators side by
+// side, so the bits are reduce_lanes's. Lane 4t + r of the result is acc[r][t]:
+// each token's 4 columns come out together.
+// _mm512_shuffle_f32x4 through its masked form: g++ 12 warns about the unmasked
+// one's undefined source operand.
+template <int kImm>
+inline __m512 shuffle_quarters(__m512 x, __m512 y) {
+  return _mm512_mask_shuffle_f32x4(x, 0xFFFF, x, y, kImm);
+}
+
+inline __m512 reduce_4x4(const Vec (&acc)[4][4][kParts]) {
+  __m512 v8[8], v4[4], v2[2];
+  // Accumulator n = 4r + t; pairs (2k, 2k+1). Level 1: [q0+q2 | q1+q3] of each.
+  for (int k = 0; k < 8; ++k) {
+    const __m512 x = acc[(2 * k) / 4][(2 * k) % 4][0], y = acc[(2 * k + 1) / 4][(2 * k + 1) % 4][0];
+    v8[k] = _mm512_add_ps(shuffle_quarters<_MM_SHUFFLE(1, 0, 1, 0)>(x, y),
+                          shuffle_quarters<_MM_SHUFFLE(3, 2, 3, 2)>(x, y));
+  }
+  // Level 2: one 128-bit quarter per accumulator, n = 4m + quarter.
+  for (int m = 0; m < 4; ++m)
+    v4[m] = _mm512_add_ps(shuffle_quarters<_MM_SHUFFLE(2, 0, 2, 0)>(v8[2 * m], v8[2 * m + 1]),
+                          shuffle_quarters<_MM_SHUFFLE(3, 1, 3, 1)>(v8[2 * m], v8[2 * m + 1]));
+  // Level 3: quarter j holds accumulators j, 4 + j (v2[0]) or 8 + j, 12 + j (v2[1]), two lanes each.
+  for (int h = 0; h < 2; ++h)
+    v2[h] = _mm512_add_ps(_mm512_shuffle_ps(v4[2 * h], v4[2 * h + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm512_shuffle_ps(v4[2 * h], v4[2 * h + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Level 4: lane 4j + i is accumulator 4i + j.
+  return _mm512_add_ps(_mm512_shuffle_ps(v2[0], v2[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(v2[0], v2[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Writes a 4 x 4 block: + bias (the same one add per element as the scalar
+// store), 4 contiguous columns per token when they share a phase.
+inline void store_block_4x4(const ConvArgs& a, const Vec (&acc)[4][4][kParts], int64_t o, int64_t t) {
+  alignas(64) float sums[16];
+  _mm512_store_ps(sums, reduce_4x4(acc));
+  const int64_t phase = o / a.period, channel = o % a.period;
+  if (channel + 4 <= a.period) {
+    const __m128 bias = a.bias ? _mm_loadu_ps(a.bias + channel) : _mm_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      __m128 v = _mm_load_ps(sums + 4 * i);
+      if (a.bias) v = _mm_add_ps(v, bias);
+      _mm_storeu_ps(a.y + (t + i) * a.y_stride + phase * a.phase_stride + channel, v);
+    }
+    return;
+  }
+  for (int r = 0; r < 4; ++r) {
+    const int64_t c = o + r, ph = c / a.period, ch = c % a.period;
+    for (int i = 0; i < 4; ++i) {
+      float sum = sums[4 * i + r];
+      if (a.bias) sum += a.bias[ch];
+      a.y[(t + i) * a.y_stride + ph * a.phase_stride + ch] = sum;
+    }
+  }
+}
+#endif
+
 // Output columns [o, o + R) x rows [t, t + T): every tap's Cin run, 16 at a time,
 // the tap's tail zero-padded into a block of its own.
 template <int R, int T>
@@ -88,6 +147,12 @@ void conv_block(const ConvArgs& a, int64_t o, int64_t t) {
     for (int i = 0; i < T; ++i) std::memcpy(x_pad[i], x[i] + full, static_cast<size_t>(tail) * sizeof(float)), xp[i] = x_pad[i];
     madd_block<R, T>(acc, wp, xp, 0);
   }
+#if defined(__AVX512F__)
+  if constexpr (R == 4 && T == 4) {
+    store_block_4x4(a, acc, o, t);
+    return;
+  }
+#endif
   for (int r = 0; r < R; ++r) {
     const int64_t c = o + r, phase = c / a.period, channel = c % a.period;
     for (int i = 0; i < T; ++i) {
