@@ -60,15 +60,15 @@ void launch_unary(const float* x, int64_t x_stride, float* out, int64_t out_stri
   unary_kernel<kOp><<<grid_for(n), kThreads, 0, stream>>>(x, x_stride, out, out_stride, shape.rows, shape.cols, p);
 }
 
-__global__ void depthwise_kernel(const float* x, long long x_stride, const float* w, int taps, const float* bias,
-                                 float* out, long long out_stride, long long rows, long long cols) {
+__global__ void depthwise_kernel(const float* x, long long x_stride, const float* w, long long w_stride, int taps,
+                                 const float* bias, float* out, long long out_stride, long long rows, long long cols) {
   const long long n = rows * cols;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     const long long t = i / cols;
     const long long c = i - t * cols;
     float sum = bias ? bias[c] : 0.0f;
-    for (int j = 0; j < taps; ++j) sum = fmaf(w[c * taps + j], x[(t + j) * x_stride + c], sum);
+    for (int j = 0; j < taps; ++j) sum = fmaf(w[c * w_stride + j], x[(t + j) * x_stride + c], sum);
     out[t * out_stride + c] = sum;
   }
 }
@@ -164,12 +164,12 @@ void launch_snake(const float* x, int64_t x_stride, const float* alpha, const fl
   launch_unary<Unary::snake>(x, x_stride, out, out_stride, shape, p, stream);
 }
 
-void launch_depthwise_conv1d(const float* x, int64_t x_stride, const float* w, int taps, const float* bias,
-                             float* out, int64_t out_stride, Rows2D shape, cudaStream_t stream) {
+void launch_depthwise_conv1d(const float* x, int64_t x_stride, const float* w, int64_t w_stride, int taps,
+                             const float* bias, float* out, int64_t out_stride, Rows2D shape, cudaStream_t stream) {
   const long long n = shape.rows * shape.cols;
   if (n == 0) return;
-  depthwise_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, x_stride, w, taps, bias, out, out_stride, shape.rows,
-                                                         shape.cols);
+  depthwise_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, x_stride, w, w_stride, taps, bias, out, out_stride,
+                                                         shape.rows, shape.cols);
 }
 
 void launch_conv(const ConvLaunch& conv, cudaStream_t stream) {

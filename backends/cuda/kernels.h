@@ -47,9 +47,9 @@ void launch_add_bias(const float* x, int64_t x_stride, const float* bias, float*
                      Rows2D shape, cudaStream_t stream);
 void launch_snake(const float* x, int64_t x_stride, const float* alpha, const float* inv_beta, float* out,
                   int64_t out_stride, Rows2D shape, cudaStream_t stream);
-// out [shape.rows, C]; x [shape.rows + taps - 1, C]; w [C, taps]; bias [C] or null.
-void launch_depthwise_conv1d(const float* x, int64_t x_stride, const float* w, int taps, const float* bias,
-                             float* out, int64_t out_stride, Rows2D shape, cudaStream_t stream);
+// out [shape.rows, C]; x [shape.rows + taps - 1, C]; w [C, taps] (rows w_stride apart); bias [C] or null.
+void launch_depthwise_conv1d(const float* x, int64_t x_stride, const float* w, int64_t w_stride, int taps,
+                             const float* bias, float* out, int64_t out_stride, Rows2D shape, cudaStream_t stream);
 
 // conv1d, and conv_transpose1d as a conv with stride * Cout output columns
 // (column c of output row t is element c % period of out row t*stride + c / period).

@@ -86,7 +86,7 @@ void CudaBackend::depthwise_conv1d(const Tensor& x, const Tensor& w, const Tenso
   SLUICE_CHECK(w.dim(0) == channels && out.cols() == channels && x.rows() == out.rows() + taps - 1,
                "depthwise_conv1d: x [T + k - 1, C], w [C, k], out [T, C]");
   SLUICE_CHECK(!bias || is_vector(bias, channels), "depthwise_conv1d: bias must be F32 [C]");
-  launch_depthwise_conv1d(f32(x), stride(x), f32(w), static_cast<int>(taps), bias ? f32(bias) : nullptr,
+  launch_depthwise_conv1d(f32(x), stride(x), f32(w), stride(w), static_cast<int>(taps), bias ? f32(bias) : nullptr,
                           f32_mut(out), stride(out), rows_of(out), stream_);
   SLUICE_CUDA_LAUNCH_CHECK();
 }
