@@ -3,7 +3,6 @@
 #include "backends/backend.h"
 
 #include <stdexcept>
-#include <string>
 
 namespace sluice::backends {
 
@@ -37,27 +36,6 @@ void Backend::rope_write_kv(const Tensor& q, const Tensor& k, const Tensor& v, c
   rope(q, positions, params);
   rope(k, positions, params);
   write_kv(k, v, cache, slots);
-}
-
-// Signal ops: until every backend has kernels for them, a backend without one says so.
-namespace {
-[[noreturn]] void missing_op(const Backend& backend, const char* op) {
-  throw std::logic_error(std::string(op) + " is not implemented on the " + backend.name() + " backend");
-}
-}  // namespace
-
-void Backend::activate(const Tensor&, Activation, const Tensor&) { missing_op(*this, "activate"); }
-void Backend::clamp(const Tensor&, float, float, const Tensor&) { missing_op(*this, "clamp"); }
-void Backend::add_bias(const Tensor&, const Tensor&, const Tensor&) { missing_op(*this, "add_bias"); }
-void Backend::snake(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { missing_op(*this, "snake"); }
-void Backend::conv1d(const Tensor&, const Tensor&, const Tensor&, int, const Tensor&) {
-  missing_op(*this, "conv1d");
-}
-void Backend::depthwise_conv1d(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
-  missing_op(*this, "depthwise_conv1d");
-}
-void Backend::conv_transpose1d(const Tensor&, const Tensor&, const Tensor&, int, const Tensor&) {
-  missing_op(*this, "conv_transpose1d");
 }
 
 bool Backend::supports_attention(int64_t heads, int64_t kv_heads, int64_t head_dim) const {

@@ -164,23 +164,23 @@ class Backend {
   // for bit. Weights are F32, laid out tap-major at load (see each op).
   enum class Activation { silu, gelu_erf };
   // out = act(x) element-wise (gelu_erf: the exact GELU, x * Phi(x)). out may alias x.
-  virtual void activate(const Tensor& x, Activation act, const Tensor& out);
+  virtual void activate(const Tensor& x, Activation act, const Tensor& out) = 0;
   // out = min(max(x, lo), hi). out may alias x.
-  virtual void clamp(const Tensor& x, float lo, float hi, const Tensor& out);
+  virtual void clamp(const Tensor& x, float lo, float hi, const Tensor& out) = 0;
   // out[r] = x[r] + bias.  x, out [R, n]; bias [n] F32. out may alias x.
-  virtual void add_bias(const Tensor& x, const Tensor& bias, const Tensor& out);
+  virtual void add_bias(const Tensor& x, const Tensor& bias, const Tensor& out) = 0;
   // SnakeBeta with its per-channel parameters already exponentiated at load:
   // out = x + inv_beta[c] * sin(alpha[c] * x)^2.  x, out [T, C]; alpha, inv_beta [C]. out may alias x.
-  virtual void snake(const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out);
+  virtual void snake(const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out) = 0;
   // Dilated causal conv, k = w.cols() / Cin taps:
   //   out[t, o] = bias[o] + sum_j sum_c w[o, j*Cin + c] * x[t + j*dilation, c]
   // x [T + (k-1)*dilation, Cin]; w [Cout, k*Cin] (PyTorch's [Cout, Cin, k] with the
   // tap moved outward); bias [Cout] F32 or a null view; out [T, Cout], not aliasing x.
   // A Linear layer with bias is k = 1.
-  virtual void conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out);
+  virtual void conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) = 0;
   // Depthwise causal conv: out[t, c] = bias[c] + sum_j w[c, j] * x[t + j, c].
   // x [T + k - 1, C]; w [C, k]; bias [C] or null; out [T, C], not aliasing x.
-  virtual void depthwise_conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
+  virtual void depthwise_conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) = 0;
   // Causal transposed conv with stride s and kernel K = m*s whose last K - s
   // outputs are trimmed (the codec's upsampler): each output phase r < s is an
   // m-tap conv of the input, so
@@ -189,7 +189,7 @@ class Backend {
   // load from PyTorch's [Cin, Cout, K] as w[r*Cout + o, q*Cin + c] = W[c, o, r + (m-1-q)*s];
   // bias [Cout] or null; out [T*s, Cout], not aliasing x.
   virtual void conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
-                                const Tensor& out);
+                                const Tensor& out) = 0;
 
   // Stores k[t], v[t] at slot slots[t] = block * block_size + offset of `cache`;
   // a negative slot skips its row (padding rows of a recorded step, below).

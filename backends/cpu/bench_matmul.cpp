@@ -1,14 +1,16 @@
 // sluice_bench_ops: matmul throughput of the CPU backend per weight dtype.
 // Prints GFLOP/s (2 * T * in * out per call) and the weight bytes streamed per
 // second, the number that bounds decode (T = 1). Not a test: numbers only.
-//   usage: sluice_bench_ops [num_threads]
-#include <chrono>
+// `signal` runs the codec decoder's convolutions instead (bench_signal.cpp).
+//   usage: sluice_bench_ops [num_threads] [matmul|signal]
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/bench_ops.h"
 #include "backends/cpu/half.h"
 
 using namespace sluice::backends;
@@ -40,6 +42,10 @@ std::vector<std::byte> random_weights(DType dtype, int64_t rows, int64_t cols, s
 int main(int argc, char** argv) {
   const int num_threads = argc > 1 ? std::atoi(argv[1]) : 0;
   auto backend = make_cpu_backend(num_threads);
+  if (argc > 2 && std::string_view(argv[2]) == "signal") {
+    bench::bench_signal_ops(*backend);
+    return 0;
+  }
   std::mt19937 rng(42);
   struct Shape { int64_t t, in, out; };
   // SmolLM2-135M (576 / 1536 / vocab 49152) and Gemma 3 270M (1024 / 2048) shapes.
@@ -58,16 +64,7 @@ int main(int argc, char** argv) {
       Tensor w = Tensor::make(w_buf.get(), 0, dtype, {s.out, s.in});
       Tensor x = Tensor::make(x_buf.get(), 0, DType::F32, {s.t, s.in});
       Tensor y = Tensor::make(y_buf.get(), 0, DType::F32, {s.t, s.out});
-      backend->matmul(x, w, y);  // warm up
-      int iters = 0;
-      const auto start = std::chrono::steady_clock::now();
-      double elapsed = 0;
-      do {
-        backend->matmul(x, w, y);
-        ++iters;
-        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      } while (elapsed < 0.3);
-      const double per_call = elapsed / iters;
+      const double per_call = bench::seconds_per_call([&] { backend->matmul(x, w, y); });
       const double flops = 2.0 * static_cast<double>(s.t * s.in * s.out);
       char shape[32];
       std::snprintf(shape, sizeof shape, "[%lld,%lld]x[%lld]", static_cast<long long>(s.t),

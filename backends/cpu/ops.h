@@ -36,9 +36,9 @@ void activate(ThreadPool& pool, const Tensor& x, Backend::Activation act, const 
 void clamp(ThreadPool& pool, const Tensor& x, float lo, float hi, const Tensor& out);
 void add_bias(ThreadPool& pool, const Tensor& x, const Tensor& bias, const Tensor& out);
 void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out);
-void conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out);
+void conv1d(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out);
 void depthwise_conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
-void conv_transpose1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
+void conv_transpose1d(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
                       const Tensor& out);
 
 // k, v [T, kv_heads, head_dim] F32; cache.k/v [num_blocks, block_size, kv_heads, head_dim]

@@ -1,13 +1,14 @@
 // The signal ops of the codec decoder: activations, clamp, bias, SnakeBeta and the
 // causal convolutions. Every output element is a fixed-order sum over its own
-// window (taps in order, each tap a dot.h dot product over the input channels),
-// so a row's value never depends on how many rows one call computes: decoding a
+// window (the convs: conv_kernel.h's order, the same bits on every ISA path), so
+// a row's value never depends on how many rows one call computes: decoding a
 // stream chunk by chunk gives the same bits as one whole pass.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
+#include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/cpu_buffer.h"
-#include "backends/cpu/dot.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_common.h"
 
@@ -30,45 +31,50 @@ void map_rows(ThreadPool& pool, const Tensor& x, const Tensor& out, Fn&& fn) {
   });
 }
 
+// sin(y)^2 for |y| <= kSinSquaredLimit, written to vectorize (SnakeBeta calls it
+// for every element of the decoder's activations: millions per frame, where a
+// libm sinf per element cost more than the convolutions around it). y is reduced
+// by pi/2 (three-part split whose first two parts have 12 significant bits, so
+// k * part is exact for |k| < 2^12), then sin or cos of the remainder (|r| <= pi/4)
+// by Taylor series to the r^9 / r^10 terms (truncation < 2^-27), the quadrant's
+// parity picking which one is squared. Within 1.5e-7 of sin^2 of the F32 angle
+// (a few ulp of libm's). One translation unit for every path: the same bits.
+constexpr float kSinSquaredLimit = 4096.0f;
+inline float sin_squared(float y) {
+  constexpr float kTwoOverPi = 0x1.45f306p-1f, kRoundToInt = 0x1.8p23f;
+  constexpr float kPio2a = 0x1.92p+0f, kPio2b = 0x1.fb4p-12f, kPio2c = 0x1.4442d2p-24f;
+  const float k = (y * kTwoOverPi + kRoundToInt) - kRoundToInt;  // nearest integer, ties to even
+  const float r = ((y - k * kPio2a) - k * kPio2b) - k * kPio2c;
+  const float r2 = r * r;
+  const float s = r + r * r2 * (-1.0f / 6 + r2 * (1.0f / 120 + r2 * (-1.0f / 5040 + r2 * (1.0f / 362880))));
+  const float c =
+      1.0f + r2 * (-0.5f + r2 * (1.0f / 24 + r2 * (-1.0f / 720 + r2 * (1.0f / 40320 + r2 * (-1.0f / 3628800)))));
+  // The parity as 0 or 1 selects by exact products: no branch, so the loop vectorizes.
+  const float odd = static_cast<float>(static_cast<int32_t>(k) & 1);
+  return odd * (c * c) + (1.0f - odd) * (s * s);
+}
+
 bool is_vector(const Tensor& t, int64_t n) { return t.dtype == DType::F32 && t.ndim == 1 && t.dim(0) == n; }
 
-// out[t, o] = bias[o] + sum_j w[o, j*cin:(j+1)*cin] . x[t + j*step], for rows
-// [0, rows) and the weight rows [w_begin, w_begin + cout), written to out rows
-// out_row(t).  Rows go four at a time through dot_rows, whose result per row does
-// not depend on the group size.
-template <class OutRow>
-void conv_rows(ThreadPool& pool, const Tensor& x, const Tensor& w, int64_t w_begin, int64_t cout,
-               const Tensor& bias, int64_t taps, int64_t step, int64_t rows, OutRow&& out_row) {
-  const int64_t cin = x.cols();
-  const Rows<const float> xr(x), wr(w);
-  const float* b = bias ? Rows<const float>(bias)[0] : nullptr;
-  constexpr int64_t kGroup = 4;
-  const int64_t groups = (rows + kGroup - 1) / kGroup;
-  // Split over output channels too, so a one-frame call still uses every thread.
-  constexpr int64_t kChannelBlock = 64;
-  const int64_t channel_blocks = (cout + kChannelBlock - 1) / kChannelBlock;
-  pool.parallel_for(groups * channel_blocks, [&](int64_t begin, int64_t end) {
+// Runs the conv tile over output rows [0, rows) x columns [0, columns), split
+// into (row tile x column tile) items over the pool: a one-frame call (4 rows at
+// 1536 channels) still has ~100 items for every thread, a long one reuses each
+// weight block across a tile of rows. The split never changes a value.
+void run_conv(ThreadPool& pool, KernelPath path, const ConvArgs& args, int64_t rows, int64_t columns) {
+  constexpr int64_t kRowTile = 64, kColumnTile = 16;
+  if (rows == 0 || columns == 0) return;
+  const ConvTile tile = conv_tile(path);
+  const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile;
+  const int64_t column_tiles = (columns + kColumnTile - 1) / kColumnTile;
+  pool.parallel_for(row_tiles * column_tiles, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t t0 = (item / channel_blocks) * kGroup;
-      const int64_t o0 = (item % channel_blocks) * kChannelBlock;
-      const int64_t n_rows = std::min(kGroup, rows - t0);
-      const int64_t o1 = std::min(cout, o0 + kChannelBlock);
-      for (int64_t o = o0; o < o1; ++o) {
-        const float* wo = wr[w_begin + o];
-        float sum[kGroup];
-        for (int64_t r = 0; r < kGroup; ++r) sum[r] = b ? b[o] : 0.0f;
-        for (int64_t j = 0; j < taps; ++j) {
-          const float* xs[kGroup];
-          for (int64_t r = 0; r < kGroup; ++r) xs[r] = xr[t0 + std::min(r, n_rows - 1) + j * step];
-          float part[kGroup];
-          dot_rows<kGroup>(wo + j * cin, xs, cin, part);
-          for (int64_t r = 0; r < kGroup; ++r) sum[r] += part[r];
-        }
-        for (int64_t r = 0; r < n_rows; ++r) out_row(t0 + r)[o] = sum[r];
-      }
+      const int64_t t0 = item / column_tiles * kRowTile, o0 = item % column_tiles * kColumnTile;
+      tile(args, t0, std::min(rows, t0 + kRowTile), o0, std::min(columns, o0 + kColumnTile));
     }
   });
 }
+
+int64_t float_stride(const Tensor& t) { return static_cast<int64_t>(t.row_stride / sizeof(float)); }
 
 }  // namespace
 
@@ -99,13 +105,35 @@ void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor&
                "snake: alpha, inv_beta must be F32 [channels]");
   const float* a = Rows<const float>(alpha)[0];
   const float* ib = Rows<const float>(inv_beta)[0];
-  map_rows(pool, x, out, [a, ib](float v, int64_t c) {
-    const float s = std::sin(a[c] * v);
-    return v + ib[c] * (s * s);
+  const int64_t n = x.cols();
+  const Rows<const float> xr(x);
+  const Rows<float> outr(out);
+  for_each_row(pool, x.rows(), n, [&](int64_t r) {
+    const float* xi = xr[r];
+    float* yi = outr[r];
+    // A row with an angle beyond the fast range takes the branchy loop; each
+    // element's value is the same either way.
+    int64_t num_large = 0;
+    for (int64_t c = 0; c < n; ++c) num_large += !(std::fabs(a[c] * xi[c]) <= kSinSquaredLimit);
+    if (num_large == 0) {
+      for (int64_t c = 0; c < n; ++c) yi[c] = xi[c] + ib[c] * sin_squared(a[c] * xi[c]);
+      return;
+    }
+    for (int64_t c = 0; c < n; ++c) {
+      const float angle = a[c] * xi[c];
+      float s2;
+      if (std::fabs(angle) <= kSinSquaredLimit) {
+        s2 = sin_squared(angle);
+      } else {
+        const float s = std::sin(angle);
+        s2 = s * s;
+      }
+      yi[c] = xi[c] + ib[c] * s2;
+    }
   });
 }
 
-void conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) {
+void conv1d(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) {
   SLUICE_CHECK(x.dtype == DType::F32 && w.dtype == DType::F32 && out.dtype == DType::F32 &&
                    x.ndim == 2 && w.ndim == 2 && out.ndim == 2,
                "conv1d: x, w, out must be 2-D F32");
@@ -115,8 +143,11 @@ void conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bi
   SLUICE_CHECK(out.cols() == cout && x.rows() == out.rows() + (taps - 1) * dilation,
                "conv1d: x must be [T + (k-1)*dilation, Cin] and out [T, Cout]");
   SLUICE_CHECK(!bias || is_vector(bias, cout), "conv1d: bias must be F32 [Cout]");
-  const Rows<float> outr(out);
-  conv_rows(pool, x, w, 0, cout, bias, taps, dilation, out.rows(), [&](int64_t t) { return outr[t]; });
+  const ConvArgs args{.x = Rows<const float>(x)[0], .x_stride = float_stride(x), .step = dilation,
+                      .w = Rows<const float>(w)[0], .w_stride = float_stride(w), .cin = cin, .taps = taps,
+                      .bias = bias ? Rows<const float>(bias)[0] : nullptr, .y = Rows<float>(out)[0],
+                      .y_stride = float_stride(out), .period = cout, .phase_stride = 0};
+  run_conv(pool, path, args, out.rows(), cout);
 }
 
 void depthwise_conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
@@ -140,7 +171,7 @@ void depthwise_conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const 
   });
 }
 
-void conv_transpose1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
+void conv_transpose1d(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
                       const Tensor& out) {
   SLUICE_CHECK(x.dtype == DType::F32 && w.dtype == DType::F32 && out.dtype == DType::F32 &&
                    x.ndim == 2 && w.ndim == 2 && out.ndim == 2,
@@ -152,10 +183,22 @@ void conv_transpose1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const 
   SLUICE_CHECK(out.rows() % stride == 0 && x.rows() == out.rows() / stride + taps - 1,
                "conv_transpose1d: x must be [T + m - 1, Cin] and out [T*stride, Cout]");
   SLUICE_CHECK(!bias || is_vector(bias, cout), "conv_transpose1d: bias must be F32 [Cout]");
-  const Rows<float> outr(out);
-  const int64_t frames = out.rows() / stride;
-  for (int64_t r = 0; r < stride; ++r)
-    conv_rows(pool, x, w, r * cout, cout, bias, taps, 1, frames, [&](int64_t t) { return outr[t * stride + r]; });
+  // Output row t*s + r, channel o is column r*Cout + o of a conv with s*Cout columns.
+  const ConvArgs args{.x = Rows<const float>(x)[0], .x_stride = float_stride(x), .step = 1,
+                      .w = Rows<const float>(w)[0], .w_stride = float_stride(w), .cin = cin, .taps = taps,
+                      .bias = bias ? Rows<const float>(bias)[0] : nullptr, .y = Rows<float>(out)[0],
+                      .y_stride = stride * float_stride(out), .period = cout, .phase_stride = float_stride(out)};
+  run_conv(pool, path, args, out.rows() / stride, stride * cout);
+}
+
+ConvTile conv_tile(KernelPath path) {
+#if defined(SLUICE_X86_KERNELS)
+  if (path == KernelPath::f32) path = runnable_kernel_paths().back();
+  if (path == KernelPath::avx512_vnni) return avx512_conv_tile();
+  if (path == KernelPath::avx2 || path == KernelPath::avx2_vnni) return avx2_conv_tile();
+#endif
+  (void)path;
+  return scalar_conv_tile();
 }
 
 }  // namespace sluice::backends::cpu

@@ -53,6 +53,14 @@ class CudaBackend final : public Backend {
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
   void scale(const Tensor& x, float s, const Tensor& out) override;
   void softmax(const Tensor& x, const Tensor& out) override;
+  // Signal ops (ops_signal.cpp).
+  void activate(const Tensor& x, Activation act, const Tensor& out) override;
+  void clamp(const Tensor& x, float lo, float hi, const Tensor& out) override;
+  void add_bias(const Tensor& x, const Tensor& bias, const Tensor& out) override;
+  void snake(const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out) override;
+  void conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) override;
+  void depthwise_conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) override;
+  void conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& bias, int stride, const Tensor& out) override;
   void write_kv(const Tensor& k, const Tensor& v, const KvLayer& cache, const Tensor& slots) override;
   void attention(const Tensor& q, const KvLayer& cache, std::span<const SequenceSlice> sequences,
                  const AttentionParams& params, const Tensor& out) override;

@@ -35,6 +35,42 @@ void launch_scale(const float* x, int64_t x_stride, float s, float* out, int64_t
 void launch_softmax(const float* x, int64_t x_stride, float* out, int64_t out_stride, Rows2D shape,
                     cudaStream_t stream);
 
+// --- signal ops of the codec decoder (k_signal.cu) ------------------------------
+// Shapes and formulas as in backend.h. Element-wise ops may run in place.
+enum class SignalActivation { silu, gelu_erf };
+void launch_activate(SignalActivation act, const float* x, int64_t x_stride, float* out, int64_t out_stride,
+                     Rows2D shape, cudaStream_t stream);
+void launch_clamp(const float* x, int64_t x_stride, float lo, float hi, float* out, int64_t out_stride, Rows2D shape,
+                  cudaStream_t stream);
+// out[r] = x[r] + bias (bias [cols])
+void launch_add_bias(const float* x, int64_t x_stride, const float* bias, float* out, int64_t out_stride,
+                     Rows2D shape, cudaStream_t stream);
+void launch_snake(const float* x, int64_t x_stride, const float* alpha, const float* inv_beta, float* out,
+                  int64_t out_stride, Rows2D shape, cudaStream_t stream);
+// out [shape.rows, C]; x [shape.rows + taps - 1, C]; w [C, taps] (rows w_stride apart); bias [C] or null.
+void launch_depthwise_conv1d(const float* x, int64_t x_stride, const float* w, int64_t w_stride, int taps,
+                             const float* bias, float* out, int64_t out_stride, Rows2D shape, cudaStream_t stream);
+
+// conv1d, and conv_transpose1d as a conv with stride * Cout output columns
+// (column c of output row t is element c % period of out row t*stride + c / period).
+struct ConvLaunch {
+  const float* x = nullptr;  // [rows + (taps-1)*step, cin]
+  int64_t x_stride = 0;
+  int step = 1;              // input rows between taps (the dilation)
+  const float* w = nullptr;  // [columns, taps * cin], rows w_stride apart
+  int64_t w_stride = 0;
+  int64_t cin = 0;
+  int taps = 1;
+  const float* bias = nullptr;  // [period] or null
+  float* y = nullptr;           // element (t, c) at y[t*y_stride + (c / period)*phase_stride + c % period]
+  int64_t y_stride = 0;
+  int64_t period = 0;
+  int64_t phase_stride = 0;
+  int64_t rows = 0;     // output steps
+  int64_t columns = 0;  // output columns
+};
+void launch_conv(const ConvLaunch& conv, cudaStream_t stream);
+
 // --- rotary embedding and the KV cache (k_rope_kv.cu) -------------------------------
 struct RopeArgs {
   int num_rotated = 0;  // even, <= head_dim

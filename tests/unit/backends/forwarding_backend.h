@@ -48,6 +48,21 @@ class ForwardingBackend : public Backend {
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override { inner_->add(a, b, out); }
   void scale(const Tensor& x, float s, const Tensor& out) override { inner_->scale(x, s, out); }
   void softmax(const Tensor& x, const Tensor& out) override { inner_->softmax(x, out); }
+  void activate(const Tensor& x, Activation act, const Tensor& out) override { inner_->activate(x, act, out); }
+  void clamp(const Tensor& x, float lo, float hi, const Tensor& out) override { inner_->clamp(x, lo, hi, out); }
+  void add_bias(const Tensor& x, const Tensor& bias, const Tensor& out) override { inner_->add_bias(x, bias, out); }
+  void snake(const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out) override {
+    inner_->snake(x, alpha, inv_beta, out);
+  }
+  void conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) override {
+    inner_->conv1d(x, w, bias, dilation, out);
+  }
+  void depthwise_conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) override {
+    inner_->depthwise_conv1d(x, w, bias, out);
+  }
+  void conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& bias, int stride, const Tensor& out) override {
+    inner_->conv_transpose1d(x, w, bias, stride, out);
+  }
   void write_kv(const Tensor& k, const Tensor& v, const KvLayer& cache, const Tensor& slots) override {
     inner_->write_kv(k, v, cache, slots);
   }

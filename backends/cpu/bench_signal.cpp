@@ -1,0 +1,128 @@
+// The signal ops' half of sluice_bench_ops: the codec decoder's convolutions
+// (reference §1.8.1) at their real shapes, for one 80 ms frame and for 50 frames,
+// printing GFLOP/s (2 multiply-adds counted per weight tap and output element).
+#include <functional>
+#include <memory>
+#include <span>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/bench_ops.h"
+
+namespace sluice::backends::bench {
+namespace {
+
+enum class Op { conv1d, conv_transpose1d, depthwise_conv1d, snake };
+
+struct Shape {
+  const char* what;
+  Op op;
+  int64_t in_rows;  // per frame: output rows of a conv, input rows of a transposed conv
+  int64_t cin, cout, taps;
+  int param;  // dilation, or stride
+};
+
+// One frame of the decoder: 4 rows after the ×4 upsampler, then ×8 ×5 ×4 ×3.
+constexpr Shape kShapes[] = {
+    {"upsample convT s2", Op::conv_transpose1d, 1, 1024, 1024, 1, 2},
+    {"upsample dwconv k7", Op::depthwise_conv1d, 4, 1024, 1024, 7, 1},
+    {"dec.0 conv k7", Op::conv1d, 4, 1024, 1536, 7, 1},
+    {"block1 convT s8", Op::conv_transpose1d, 4, 1536, 768, 2, 8},
+    {"res768 conv k7 d9", Op::conv1d, 32, 768, 768, 7, 9},
+    {"res768 conv k1", Op::conv1d, 32, 768, 768, 1, 1},
+    {"block2 convT s5", Op::conv_transpose1d, 32, 768, 384, 2, 5},
+    {"res384 conv k7 d3", Op::conv1d, 160, 384, 384, 7, 3},
+    {"res384 conv k1", Op::conv1d, 160, 384, 384, 1, 1},
+    {"block3 convT s4", Op::conv_transpose1d, 160, 384, 192, 2, 4},
+    {"res192 conv k7 d1", Op::conv1d, 640, 192, 192, 7, 1},
+    {"res192 conv k1", Op::conv1d, 640, 192, 192, 1, 1},
+    {"block4 convT s3", Op::conv_transpose1d, 640, 192, 96, 2, 3},
+    {"res96 conv k7 d9", Op::conv1d, 1920, 96, 96, 7, 9},
+    {"res96 conv k1", Op::conv1d, 1920, 96, 96, 1, 1},
+    {"dec.6 conv k7 ->1", Op::conv1d, 1920, 96, 1, 7, 1},
+    // SnakeBeta runs 7 times per block (before the upsampler and twice per residual unit).
+    {"snake 768", Op::snake, 32, 768, 768, 1, 1},
+    {"snake 96", Op::snake, 1920, 96, 96, 1, 1},
+};
+
+struct Owned {
+  std::unique_ptr<Buffer> buffer;
+  Tensor tensor;
+};
+
+Owned make_tensor(Backend& backend, std::vector<int64_t> shape, std::mt19937& rng) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> values(static_cast<size_t>(n));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : values) v = dist(rng);
+  Owned t;
+  t.buffer = backend.allocate(values.size() * sizeof(float));
+  t.tensor = shape.size() == 1 ? Tensor::make(t.buffer.get(), 0, DType::F32, {shape[0]})
+                               : Tensor::make(t.buffer.get(), 0, DType::F32, {shape[0], shape[1]});
+  backend.upload(t.tensor, std::as_bytes(std::span(values)));
+  return t;
+}
+
+}  // namespace
+
+void bench_signal_ops(Backend& backend) {
+  std::mt19937 rng(42);
+  std::printf("%-20s %7s %-22s %10s %10s\n", "op", "frames", "x -> out", "ms/call", "GFLOP/s");
+  for (int64_t frames : {1, 50}) {
+    double total_seconds = 0, total_flops = 0;
+    for (const Shape& s : kShapes) {
+      const int64_t rows = s.in_rows * frames;
+      Owned x, w, bias, out;
+      double flops = 0;
+      std::function<void()> call;
+      if (s.op == Op::conv1d) {
+        x = make_tensor(backend, {rows + (s.taps - 1) * s.param, s.cin}, rng);
+        w = make_tensor(backend, {s.cout, s.taps * s.cin}, rng);
+        bias = make_tensor(backend, {s.cout}, rng);
+        out = make_tensor(backend, {rows, s.cout}, rng);
+        flops = 2.0 * static_cast<double>(rows * s.cout * s.taps * s.cin);
+        call = [&] { backend.conv1d(x.tensor, w.tensor, bias.tensor, s.param, out.tensor); };
+      } else if (s.op == Op::conv_transpose1d) {
+        x = make_tensor(backend, {rows + s.taps - 1, s.cin}, rng);
+        w = make_tensor(backend, {s.param * s.cout, s.taps * s.cin}, rng);
+        bias = make_tensor(backend, {s.cout}, rng);
+        out = make_tensor(backend, {rows * s.param, s.cout}, rng);
+        flops = 2.0 * static_cast<double>(rows * s.param * s.cout * s.taps * s.cin);
+        call = [&] { backend.conv_transpose1d(x.tensor, w.tensor, bias.tensor, s.param, out.tensor); };
+      } else if (s.op == Op::snake) {
+        x = make_tensor(backend, {rows, s.cin}, rng);
+        w = make_tensor(backend, {s.cin}, rng);     // alpha
+        bias = make_tensor(backend, {s.cin}, rng);  // inv_beta
+        out = make_tensor(backend, {rows, s.cin}, rng);
+        flops = 0;  // transcendental: see ms/call
+        call = [&] { backend.snake(x.tensor, w.tensor, bias.tensor, out.tensor); };
+      } else {
+        x = make_tensor(backend, {rows + s.taps - 1, s.cin}, rng);
+        w = make_tensor(backend, {s.cin, s.taps}, rng);
+        bias = make_tensor(backend, {s.cin}, rng);
+        out = make_tensor(backend, {rows, s.cin}, rng);
+        flops = 2.0 * static_cast<double>(rows * s.cin * s.taps);
+        call = [&] { backend.depthwise_conv1d(x.tensor, w.tensor, bias.tensor, out.tensor); };
+      }
+      const double per_call = seconds_per_call(call);
+      if (flops > 0) total_seconds += per_call, total_flops += flops;
+      char shape[48];
+      std::snprintf(shape, sizeof shape, "[%lld,%lld]->[%lld,%lld]", static_cast<long long>(x.tensor.rows()),
+                    static_cast<long long>(s.cin), static_cast<long long>(out.tensor.rows()),
+                    static_cast<long long>(out.tensor.cols()));
+      std::printf("%-20s %7lld %-22s %10.3f %10.2f\n", s.what, static_cast<long long>(frames), shape,
+                  per_call * 1e3, flops / per_call * 1e-9);
+    }
+    // The convolution rows only. The residual units run each k7 conv three times
+    // (d = 1, 3, 9) and each k1 conv three times; the table lists one of each, so
+    // this total is a lower bound of the decoder's conv time, not the decoder itself.
+    std::printf("%-20s %7lld %-22s %10.3f %10.2f\n", "sum of the rows", static_cast<long long>(frames), "",
+                total_seconds * 1e3, total_flops / total_seconds * 1e-9);
+  }
+}
+
+}  // namespace sluice::backends::bench

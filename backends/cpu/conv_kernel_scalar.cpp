@@ -1,0 +1,8 @@
+// conv_kernel_impl.h built for the scalar path (flags in backends/CMakeLists.txt).
+#include "backends/cpu/conv_kernel_impl.h"
+
+namespace sluice::backends::cpu {
+
+ConvTile scalar_conv_tile() { return conv_tile_impl; }
+
+}  // namespace sluice::backends::cpu
