@@ -132,6 +132,28 @@ TEST_CASE("tts generator: sequences started mid-run equal runs alone") {
   CHECK(gen.times().predictor_ms > 0.0);
 }
 
+TEST_CASE("tts generator: a request without max_frames gets the generator's default") {
+  Tiny tiny;
+  TtsGeneratorOptions options = parity_options();
+  options.default_max_frames = 3;
+  TtsGenerator gen(*tiny.model, options);
+  TtsRequest r = request("hello there", "anna", 0.0f, 1, 0);
+  r.max_frames.reset();
+  r.repetition_penalty = 1.0f;
+  REQUIRE(gen.start(r).ok());
+  int frames = 0;
+  std::string reason;
+  while (gen.num_running() > 0) {
+    for (const auto& e : gen.step()) {
+      frames += e.codes.empty() ? 0 : 1;
+      if (e.finished) reason = std::string(e.finish_reason);
+    }
+  }
+  CHECK(frames == (reason == "length" ? 3 : frames));
+  CHECK(frames <= 3);
+  CHECK(frames >= 2);  // EOS is masked for the first two frames
+}
+
 TEST_CASE("tts generator: bad requests are refused naming the field; capacity is enforced") {
   Tiny tiny;
   TtsGeneratorOptions options = parity_options();
