@@ -32,9 +32,11 @@ WeightBinder WeightBinder::for_source(const loader::WeightSource& source, backen
 
 WeightBinder WeightBinder::for_tensor_set(const loader::TensorSet& set, backends::Backend& backend, WeightStore& store,
                                           std::optional<DType> quantize_to) {
-  return WeightBinder(
+  WeightBinder binder(
       [&set](const std::string& name, std::span<const int64_t> shape) { return set.require(name, shape); },
       [&set](const std::string& name) { return set.file_of(name); }, backend, store, quantize_to);
+  binder.widen_vectors_ = true;
+  return binder;
 }
 
 void WeightBinder::fail(const std::string& name, const std::string& reason) const {
@@ -68,9 +70,10 @@ Tensor WeightBinder::matrix(const std::string& name, int64_t rows, int64_t cols,
 Tensor WeightBinder::vector(const std::string& name, int64_t n) {
   const int64_t shape[] = {n};
   loader::WeightView view = require_(name, shape);
-  if (view.dtype == DType::F16 || view.dtype == DType::BF16) {
+  if (widen_vectors_ && (view.dtype == DType::F16 || view.dtype == DType::BF16)) {
     // Checkpoints in half precision store norms and biases that way too; the ops
-    // that read them take F32.
+    // that read them take F32. (A WeightSource hands out F32 already: anything
+    // else from it is a broken source and fails below.)
     const auto wide = loader::detail::to_f32(view.dtype, view.data, static_cast<uint64_t>(n));
     if (!wide || view.data.size() != static_cast<size_t>(n) * 2) fail(name, "size does not match its shape");
     auto& bytes = store_.made.emplace_back(wide->size() * sizeof(float));

@@ -1,7 +1,8 @@
 #pragma once
 // Turns weight views that a loader required into backend tensors, checking them on
 // the way: matrices in a dtype the backend's matmul takes (optionally quantized at
-// load first), 1-D tensors as F32 (F16/BF16 widened into memory the binder owns).
+// load first), 1-D tensors as F32 (a tensor set's F16/BF16 ones widened into
+// memory the store owns).
 // One binder serves every model: the text models take their views from a
 // WeightSource under GGUF names, Qwen3-TTS from a TensorSet under its published
 // names; bind_decoder_layers() binds the shared decoder block's tensors for both.
@@ -46,7 +47,8 @@ class WeightBinder {
   // A matrix [rows, cols]. keep_q8: quantize to Q8_0 whatever the target (tables
   // that are also read by embed, where 4 bits cost most).
   backends::Tensor matrix(const std::string& name, int64_t rows, int64_t cols, bool keep_q8 = false);
-  // A vector [n] as F32 (norm weights, biases).
+  // A vector [n] as F32 (norm weights, biases); a tensor set's F16 / BF16 ones are
+  // widened.
   backends::Tensor vector(const std::string& name, int64_t n);
 
   backends::Backend& backend() const { return backend_; }
@@ -61,6 +63,7 @@ class WeightBinder {
   backends::Backend& backend_;
   WeightStore& store_;
   std::optional<backends::DType> quantize_to_;
+  bool widen_vectors_ = false;  // F16 / BF16 vectors are widened (tensor sets); else refused
 };
 
 // The name of layer `layer`'s tensor with GGUF role `role` ("attn_q", "ffn_norm").

@@ -3,6 +3,7 @@
 // of it and is reused afterwards, so a steady stream of steps allocates nothing.
 // Views stay valid until the next larger request. Owned by one runner; its engine
 // thread only.
+#include <algorithm>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>

@@ -80,7 +80,8 @@ TtsStarted TtsGenerator::start(TtsPrompt prompt, const TtsRequest& r) {
   if (r.top_p && !(*r.top_p > 0.0f && *r.top_p <= 1.0f)) return refuse("top_p must be in (0, 1]", "top_p");
   if (r.repetition_penalty && !(std::isfinite(*r.repetition_penalty) && *r.repetition_penalty > 0.0f))
     return refuse("repetition_penalty must be a finite number > 0", "repetition_penalty");
-  const int32_t max_frames = r.max_frames.value_or(std::max(config_.max_new_tokens - 1, 1));
+  const int32_t max_frames =
+      r.max_frames.value_or(std::max(std::min(config_.max_new_tokens - 1, options_.default_max_frames), 1));
   if (max_frames < 1) return refuse("max_frames must be at least 1", "max_frames");
   SLUICE_CHECK(!prompt.rows.empty(), "TtsGenerator::start: empty prompt");
   const auto num_rows = static_cast<int64_t>(prompt.rows.size());

@@ -45,14 +45,21 @@ struct TtsRequest {
   std::optional<int32_t> top_k;      // 0: off
   std::optional<float> top_p;        // (0, 1]
   std::optional<float> repetition_penalty;
-  std::optional<int32_t> max_frames;  // absent: the checkpoint's max_new_tokens - 1
+  std::optional<int32_t> max_frames;  // absent: TtsGeneratorOptions::default_max_frames
   bool ignore_eos = false;            // benchmarks: EOS never sampled, every sequence runs max_frames
 };
 
+// A sequence reserves KV for its prompt plus max_frames positions when it starts,
+// so a running sequence never runs out. Talker KV costs 2 x 28 layers x 8 heads x
+// 128 x 2 bytes = 112 KiB per position at F16 (0.6B and 1.7B alike): the default
+// 16384 positions take 1.75 GiB, eight sequences of ~2048 frames.
 struct TtsGeneratorOptions {
   int32_t max_sequences = 8;     // running at once
-  int64_t kv_tokens = 16384;     // talker KV slots shared by all sequences
+  int64_t kv_tokens = 16384;     // talker KV positions shared by all sequences
   backends::DType kv_dtype = backends::DType::F16;  // F32 for parity tests
+  // Frames of a request that names none: the checkpoint's max_new_tokens - 1,
+  // capped here (the official wrapper's own fallback is max_new_tokens 2048).
+  int32_t default_max_frames = 2047;
 };
 
 struct TtsStarted {

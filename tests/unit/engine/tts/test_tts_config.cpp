@@ -40,14 +40,14 @@ TEST_CASE("tts config: config.json and generation_config.json of a CustomVoice c
   // Talker: qwen3 with NeoX RoPE over the whole head; M-RoPE collapses to 1-D.
   CHECK(c.talker.architecture == "qwen3");
   CHECK(c.talker.vocab_size == 1280);
-  CHECK(c.talker.embedding_length == 48);
+  CHECK(c.talker.embedding_length == 32);
   CHECK(c.talker.head_dim == 16);
   CHECK(c.talker.qk_norm);
   CHECK(c.talker.rope.neox);
   CHECK(c.talker.rope.num_rotated == 16);
   CHECK(c.talker.rope.theta == doctest::Approx(1e6));
   CHECK(c.text_vocab_size == 320);
-  CHECK(c.text_hidden_size == 40);
+  CHECK(c.text_hidden_size == 64);
   CHECK(c.predictor.vocab_size == 256);
   CHECK(c.predictor.num_layers == 2);
   CHECK_FALSE(c.has_mtp_projection());

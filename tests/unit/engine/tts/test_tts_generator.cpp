@@ -13,15 +13,20 @@ namespace {
 
 using Codes = std::vector<std::vector<int32_t>>;
 
-// The tiny checkpoint on random F32 weights and the reference CPU backend.
+// The tiny checkpoint on random F32 weights, on the reference CPU backend or the
+// fast one. One compute thread: on a loaded 2-core machine a pool's hand-offs cost
+// more than these toy matrices.
 struct Tiny {
   testing::TempDir t;
-  std::unique_ptr<backends::Backend> backend = backends::make_reference_cpu_backend(1);
+  std::unique_ptr<backends::Backend> backend;
   std::unique_ptr<TtsModel> model;
-  explicit Tiny(bool wide = false) {
+  explicit Tiny(bool wide = false, bool fast = false)
+      : backend(fast ? backends::make_cpu_backend(1) : backends::make_reference_cpu_backend(1)) {
     testing::write_tiny_folder(t.dir, testing::tiny_config_json(wide));
+    // The fast path runs Q8_0 weights as a Q8_0 checkpoint would.
     model = TtsModel::from_parts(loader::make_random_tensor_set("tiny-tts", backends::DType::F32, 7),
-                                 read_tts_config(t.dir), tokenizer::Tokenizer::from_hf_dir(t.dir), *backend);
+                                 read_tts_config(t.dir), tokenizer::Tokenizer::from_hf_dir(t.dir), *backend,
+                                 fast ? std::optional(backends::DType::Q8_0) : std::nullopt);
   }
 };
 
@@ -83,9 +88,11 @@ TEST_CASE("tts generator: frames of 16 codes in range, ending on length or EOS")
 }
 
 TEST_CASE("tts generator: a sequence's codes do not depend on its batch (greedy and seeded sampling)") {
-  for (bool wide : {false, true}) {
+  for (const auto& [wide, fast] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true},
+                                   std::pair{true, true}}) {
     CAPTURE(wide);
-    Tiny tiny(wide);
+    CAPTURE(fast);
+    Tiny tiny(wide, fast);
     const std::vector<TtsRequest> requests = {request("hello there", "anna", 0.0f, 1, 6),
                                               request("hi", "eric", 0.9f, 42, 7),
                                               request("a longer sentence", "anna", 1.0f, 7, 5)};
@@ -123,6 +130,28 @@ TEST_CASE("tts generator: sequences started mid-run equal runs alone") {
   CHECK(gen.times().steps > 0);
   CHECK(gen.times().talker_ms > 0.0);
   CHECK(gen.times().predictor_ms > 0.0);
+}
+
+TEST_CASE("tts generator: a request without max_frames gets the generator's default") {
+  Tiny tiny;
+  TtsGeneratorOptions options = parity_options();
+  options.default_max_frames = 3;
+  TtsGenerator gen(*tiny.model, options);
+  TtsRequest r = request("hello there", "anna", 0.0f, 1, 0);
+  r.max_frames.reset();
+  r.repetition_penalty = 1.0f;
+  REQUIRE(gen.start(r).ok());
+  int frames = 0;
+  std::string reason;
+  while (gen.num_running() > 0) {
+    for (const auto& e : gen.step()) {
+      frames += e.codes.empty() ? 0 : 1;
+      if (e.finished) reason = std::string(e.finish_reason);
+    }
+  }
+  CHECK(frames == (reason == "length" ? 3 : frames));
+  CHECK(frames <= 3);
+  CHECK(frames >= 2);  // EOS is masked for the first two frames
 }
 
 TEST_CASE("tts generator: bad requests are refused naming the field; capacity is enforced") {

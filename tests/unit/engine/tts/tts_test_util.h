@@ -84,9 +84,9 @@ inline void write_tokenizer(const std::filesystem::path& dir) {
 }
 
 // The tiny config.json: codec vocab 1280 (ids >= 256 are control rows, so codes
-// are < 256 = the predictor's vocabulary), talker hidden 48 (wide: 80), predictor
-// hidden 48, heads 4 / 2 KV of head_dim 16, 4 code groups... kept at 16 groups as
-// real checkpoints have.
+// are < 256 = the predictor's vocabulary), talker hidden 32 (wide: 96), predictor
+// hidden 32, text hidden 64, heads 4 / 2 KV of head_dim 16, 16 code groups as real
+// checkpoints have. Every width is a multiple of 32, so Q8_0 applies to all matrices.
 inline nlohmann::json tiny_config_json(bool wide, const std::string& kind = "custom_voice",
                                        const std::string& size = "0b6") {
   auto decoder = [](int hidden, int layers, int vocab) {
@@ -97,10 +97,10 @@ inline nlohmann::json tiny_config_json(bool wide, const std::string& kind = "cus
                           {"rope_theta", 1000000.0},      {"hidden_act", "silu"},
                           {"max_position_embeddings", 4096}};
   };
-  nlohmann::json talker = decoder(wide ? 80 : 48, 2, 1280);
+  nlohmann::json talker = decoder(wide ? 96 : 32, 2, 1280);
   talker["rope_scaling"] = {{"rope_type", "default"}, {"interleaved", true}, {"mrope_section", {4, 2, 2}}};
   talker["text_vocab_size"] = 320;
-  talker["text_hidden_size"] = 40;
+  talker["text_hidden_size"] = 64;
   talker["num_code_groups"] = 16;
   talker["codec_pad_id"] = 1100;
   talker["codec_bos_id"] = 1101;
@@ -114,7 +114,7 @@ inline nlohmann::json tiny_config_json(bool wide, const std::string& kind = "cus
     talker["spk_id"] = {{"Anna", 1200}, {"eric", {1201}}};
     talker["spk_is_dialect"] = {{"anna", false}, {"eric", "sichuan_dialect"}};
   }
-  nlohmann::json predictor = decoder(48, 2, 256);
+  nlohmann::json predictor = decoder(32, 2, 256);
   predictor["num_code_groups"] = 16;
   talker["code_predictor_config"] = predictor;
   return {{"model_type", "qwen3_tts"},   {"tts_model_type", kind},       {"tts_model_size", size},
