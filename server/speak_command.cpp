@@ -31,6 +31,8 @@ void add_speak_options(CLI::App& app, SpeakOptions& o) {
   app.add_option("--temperature", o.temperature, "Sampling temperature of both stages; 0 is greedy")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-frames", o.max_frames, "Most 80 ms frames to generate")->check(CLI::PositiveNumber);
+  app.add_option("--chunk-frames", o.chunk_frames, "Frames decoded to audio at once after the first (streaming chunk)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--out", o.out_path, "Output file: .wav, .flac or .ogg")->required();
   app.add_option("--backend", o.backend, "auto, cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--quantize", o.quantize, "Quantize the talker and code predictor at load: none, q8_0 or q4_0")
@@ -64,7 +66,7 @@ int run_speak(const SpeakOptions& o) {
 
     std::vector<float> audio;
     const tts::SynthesisStats stats =
-        tts::synthesize(generator, codec, request, [&](std::span<const float> pcm) { audio.insert(audio.end(), pcm.begin(), pcm.end()); });
+        tts::synthesize(generator, codec, request, o.chunk_frames, [&](std::span<const float> pcm) { audio.insert(audio.end(), pcm.begin(), pcm.end()); });
     write_audio_file(o.out_path, audio, static_cast<int>(codec.config().output_sample_rate));
     if (stats.instructions_dropped)
       std::fprintf(stderr, "note: this checkpoint size ignores --instructions (as the official package does)\n");

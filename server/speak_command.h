@@ -23,6 +23,7 @@ struct SpeakOptions {
   std::optional<uint64_t> seed;
   std::optional<float> temperature;  // 0: greedy talker and code predictor; default: the checkpoint's
   std::optional<int> max_frames;
+  int chunk_frames = 4;          // frames per codec call after the first
   std::string out_path;
   int threads = 0;
   std::string backend = "auto";

@@ -14,6 +14,8 @@
 
 namespace sluice::engine::tts {
 
+inline constexpr int64_t kDefaultFramesPerChunk = 4;  // 320 ms of audio
+
 struct SynthesisStats {
   int64_t frames = 0;
   std::string finish_reason;  // "stop" (codec EOS) | "length" (max_frames)
@@ -36,13 +38,17 @@ struct SynthesisError : std::invalid_argument {
 };
 
 // Runs `request` alone on `generator` (which must have no other sequence running)
-// and hands each frame's samples to on_audio as they are made. Throws
-// SynthesisError when the request is refused.
+// and hands the samples to on_audio as they are made: the first frame alone (the
+// time to first audio), then every frames_per_chunk frames. One codec call over
+// several frames reads the decoder's weights once for all of them (a one-frame
+// call is bound by reading ~230 MB of F32 conv weights), and gives the same samples
+// as frame by frame (exact streaming). Throws SynthesisError when the request is
+// refused.
 SynthesisStats synthesize(TtsGenerator& generator, CodecDecoder& codec, const TtsRequest& request,
-                          const std::function<void(std::span<const float>)>& on_audio);
+                          int64_t frames_per_chunk, const std::function<void(std::span<const float>)>& on_audio);
 // The same with a prompt built elsewhere (synthetic_prompt, for benchmarks).
 SynthesisStats synthesize_prompt(TtsGenerator& generator, CodecDecoder& codec, TtsPrompt prompt,
-                                 const TtsRequest& request,
+                                 const TtsRequest& request, int64_t frames_per_chunk,
                                  const std::function<void(std::span<const float>)>& on_audio);
 
 }  // namespace sluice::engine::tts
