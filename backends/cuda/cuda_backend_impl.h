@@ -127,4 +127,10 @@ class CudaBackend final : public Backend {
   Scratch sample_scratch_{device_};  // the same layout on the device
 };
 
+// F32 activation views as the kernels take them (ops.cpp, ops_signal.cpp).
+inline const float* f32(const Tensor& t) { return device_ptr_as<const float>(t); }
+inline float* f32_mut(const Tensor& t) { return device_ptr_as<float>(t); }
+inline int64_t stride(const Tensor& t) { return row_stride_elems(t, sizeof(float)); }
+inline Rows2D rows_of(const Tensor& t) { return {t.rows(), t.cols()}; }
+
 }  // namespace sluice::backends::cuda

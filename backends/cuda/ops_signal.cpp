@@ -7,11 +7,6 @@
 namespace sluice::backends::cuda {
 namespace {
 
-const float* f32(const Tensor& t) { return device_ptr_as<const float>(t); }
-float* f32_mut(const Tensor& t) { return device_ptr_as<float>(t); }
-int64_t stride(const Tensor& t) { return row_stride_elems(t, sizeof(float)); }
-Rows2D rows_of(const Tensor& t) { return {t.rows(), t.cols()}; }
-
 void check_unary(const Tensor& x, const Tensor& out, const char* what) {
   SLUICE_CHECK(x.dtype == DType::F32 && out.dtype == DType::F32 && same_shape(x, out), what);
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/loader/load_error.h"
+#include "engine/tokenizer/hf_config_tokens.h"
 #include "engine/tokenizer/pretokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/vocab_gguf.h"
@@ -28,13 +29,6 @@ json read_json(const fs::path& path) {
   } catch (const json::exception& e) {
     throw loader::LoadError(path, std::string("not valid JSON: ") + e.what());
   }
-}
-
-// A token written as a string or as {"content": ...} in tokenizer_config.json.
-std::string token_content(const json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_object() && value.contains("content")) return value["content"].get<std::string>();
-  return {};
 }
 
 // Regex-quotes a literal for PCRE2.
@@ -173,17 +167,7 @@ Vocab vocab_from_hf_dir(const fs::path& dir) {
         }
       }
     }
-    TokenIndex lookup;  // finish() builds the real index; the names below need one now
-    for (size_t id = 0; id < vocab.tokens.size(); ++id) lookup.emplace(vocab.tokens[id], static_cast<int32_t>(id));
-    auto id_of = [&](const char* key) {
-      if (!config.contains(key)) return -1;
-      const auto it = lookup.find(token_content(config[key]));
-      return it == lookup.end() ? -1 : it->second;
-    };
-    vocab.bos_id = id_of("bos_token");
-    vocab.eos_id = id_of("eos_token");
-    vocab.pad_id = id_of("pad_token");
-    vocab.unk_id = id_of("unk_token");
+    const TokenIndex lookup = detail::resolve_named_tokens(config, vocab);
     if (vocab.unk_id < 0 && root["model"].value("unk_token", json()).is_string()) {
       const auto it = lookup.find(root["model"]["unk_token"].get<std::string>());
       if (it != lookup.end()) vocab.unk_id = it->second;

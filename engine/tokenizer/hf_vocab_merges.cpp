@@ -9,6 +9,7 @@
 
 #include "engine/loader/json_file.h"
 #include "engine/loader/load_error.h"
+#include "engine/tokenizer/hf_config_tokens.h"
 #include "engine/tokenizer/pretokenizer.h"
 #include "engine/tokenizer/vocab_gguf.h"
 
@@ -20,13 +21,6 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxVocabBytes = 64ull << 20;
 constexpr uint64_t kMaxConfigBytes = 8ull << 20;
-
-std::string token_content(const json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_object() && value.contains("content") && value["content"].is_string())
-    return value["content"].get<std::string>();
-  return {};
-}
 
 // Ids index a table sized by the largest one: ids are accepted up to a margin above
 // the number of tokens the files list (Qwen's added tokens leave gaps), so a
@@ -94,7 +88,7 @@ Vocab vocab_from_vocab_merges(const fs::path& dir) {
       id = -1;
     }
     const size_t index = checked_id(id, num_listed, config_file, where);
-    const std::string content = token_content(entry);
+    const std::string content = detail::token_content(entry);
     if (content.empty()) throw loader::LoadError(config_file, where + ": content is missing");
     if (index >= vocab.tokens.size()) vocab.tokens.resize(index + 1);
     vocab.tokens[index] = content;
@@ -105,18 +99,7 @@ Vocab vocab_from_vocab_merges(const fs::path& dir) {
     if (vocab.tokens[id].empty()) vocab.types[id] = TokenType::Unused;
   for (const auto& [id, special] : specials) vocab.types[id] = special ? TokenType::Control : TokenType::UserDefined;
 
-  TokenIndex lookup;  // finish() builds the real index; the names below need one now
-  for (size_t id = 0; id < vocab.tokens.size(); ++id)
-    if (!vocab.tokens[id].empty()) lookup.emplace(vocab.tokens[id], static_cast<int32_t>(id));
-  auto id_of = [&](const char* key) {
-    if (!config.contains(key)) return -1;
-    const auto it = lookup.find(token_content(config[key]));
-    return it == lookup.end() ? -1 : it->second;
-  };
-  vocab.bos_id = id_of("bos_token");
-  vocab.eos_id = id_of("eos_token");
-  vocab.pad_id = id_of("pad_token");
-  vocab.unk_id = id_of("unk_token");
+  detail::resolve_named_tokens(config, vocab);
   vocab.add_bos = config.value("add_bos_token", false);
   vocab.add_eos = config.value("add_eos_token", false);
   vocab.finish();
