@@ -1,0 +1,305 @@
+#include "server/audio_encoder.h"
+
+#include <doctest/doctest.h>
+
+#include <sndfile.h>
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/mem.h>
+}
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sluice::server {
+namespace {
+
+constexpr int kRate = 24000;
+
+// 1.0 s of a 440 Hz sine at half scale.
+std::vector<float> sine() {
+  std::vector<float> samples(kRate);
+  for (size_t i = 0; i < samples.size(); ++i)
+    samples[i] = 0.5f * static_cast<float>(std::sin(2.0 * M_PI * 440.0 * static_cast<double>(i) / kRate));
+  return samples;
+}
+
+struct Encoded {
+  std::string bytes;             // the whole stream
+  size_t num_before_finish = 0;  // bytes released by push()
+  size_t num_after_first_80ms = 0;  // bytes out once 80 ms (one model frame) is in
+};
+
+// Pushes in uneven pieces, as a model's frames and a server's writes would arrive.
+Encoded encode_in_pieces(std::string_view format, const std::vector<float>& samples, AudioDelivery delivery) {
+  const auto encoder = make_audio_encoder(format, kRate, delivery);
+  const size_t pieces[] = {1, 480, 1920, 7, 3000, 13, 2400};
+  Encoded out;
+  size_t at = 0;
+  for (size_t n = 0; at < samples.size(); ++n) {
+    const size_t count = std::min(pieces[n % std::size(pieces)], samples.size() - at);
+    out.bytes += encoder->push(std::span<const float>(samples).subspan(at, count));
+    at += count;
+    if (at - count < kRate * 80 / 1000 && at >= kRate * 80 / 1000) out.num_after_first_80ms = out.bytes.size();
+  }
+  out.num_before_finish = out.bytes.size();
+  out.bytes += encoder->finish();
+  return out;
+}
+
+struct Decoded {
+  int sample_rate = 0;
+  int channels = 0;
+  std::vector<float> samples;
+};
+
+// libsndfile reading from memory: WAV, FLAC, Ogg Opus, MP3.
+struct MemoryFile {
+  const std::string* bytes;
+  sf_count_t position = 0;
+};
+
+Decoded decode_with_sndfile(const std::string& bytes) {
+  SF_VIRTUAL_IO io{};
+  io.get_filelen = [](void* user) { return static_cast<sf_count_t>(static_cast<MemoryFile*>(user)->bytes->size()); };
+  io.seek = [](sf_count_t offset, int whence, void* user) {
+    auto* file = static_cast<MemoryFile*>(user);
+    const auto size = static_cast<sf_count_t>(file->bytes->size());
+    const sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? file->position : size;
+    file->position = std::clamp<sf_count_t>(base + offset, 0, size);
+    return file->position;
+  };
+  io.read = [](void* into, sf_count_t count, void* user) {
+    auto* file = static_cast<MemoryFile*>(user);
+    const sf_count_t n = std::min<sf_count_t>(count, static_cast<sf_count_t>(file->bytes->size()) - file->position);
+    std::memcpy(into, file->bytes->data() + file->position, static_cast<size_t>(n));
+    file->position += n;
+    return n;
+  };
+  io.write = [](const void*, sf_count_t, void*) -> sf_count_t { return 0; };
+  io.tell = [](void* user) { return static_cast<MemoryFile*>(user)->position; };
+  MemoryFile memory{&bytes};
+  SF_INFO info{};
+  SNDFILE* file = sf_open_virtual(&io, SFM_READ, &info, &memory);
+  REQUIRE_MESSAGE(file != nullptr, sf_strerror(nullptr));
+  Decoded out{info.samplerate, info.channels, {}};
+  // A streamed FLAC says its length is unknown: read to the end, not to info.frames.
+  std::vector<float> block(4096 * static_cast<size_t>(std::max(info.channels, 1)));
+  for (sf_count_t got; (got = sf_readf_float(file, block.data(), 4096)) > 0;)
+    out.samples.insert(out.samples.end(), block.begin(), block.begin() + got * info.channels);
+  sf_close(file);
+  return out;
+}
+
+// FFmpeg's demuxer and decoder for an ADTS AAC stream (libsndfile reads no AAC).
+Decoded decode_aac_with_ffmpeg(const std::string& bytes) {
+  MemoryFile memory{&bytes};
+  constexpr int kBufferBytes = 4096;
+  auto* buffer = static_cast<unsigned char*>(av_malloc(kBufferBytes));
+  AVIOContext* io = avio_alloc_context(buffer, kBufferBytes, 0, &memory,
+                                       [](void* user, uint8_t* into, int size) {
+                                         auto* file = static_cast<MemoryFile*>(user);
+                                         const auto left = static_cast<sf_count_t>(file->bytes->size()) - file->position;
+                                         const int n = static_cast<int>(std::min<sf_count_t>(size, left));
+                                         if (n == 0) return AVERROR_EOF;
+                                         std::memcpy(into, file->bytes->data() + file->position, static_cast<size_t>(n));
+                                         file->position += n;
+                                         return n;
+                                       },
+                                       nullptr, nullptr);
+  AVFormatContext* format = avformat_alloc_context();
+  format->pb = io;
+  REQUIRE(avformat_open_input(&format, nullptr, av_find_input_format("aac"), nullptr) == 0);
+  REQUIRE(avformat_find_stream_info(format, nullptr) >= 0);
+  const AVCodec* codec = avcodec_find_decoder(format->streams[0]->codecpar->codec_id);
+  REQUIRE(codec != nullptr);
+  AVCodecContext* decoder = avcodec_alloc_context3(codec);
+  avcodec_parameters_to_context(decoder, format->streams[0]->codecpar);
+  REQUIRE(avcodec_open2(decoder, codec, nullptr) == 0);
+  Decoded out{decoder->sample_rate, decoder->ch_layout.nb_channels, {}};
+  AVPacket* packet = av_packet_alloc();
+  AVFrame* frame = av_frame_alloc();
+  auto take_frames = [&] {
+    while (avcodec_receive_frame(decoder, frame) == 0) {
+      REQUIRE(frame->format == AV_SAMPLE_FMT_FLTP);  // mono: channel 0 is the signal
+      const auto* data = reinterpret_cast<const float*>(frame->data[0]);
+      out.samples.insert(out.samples.end(), data, data + frame->nb_samples);
+    }
+  };
+  while (av_read_frame(format, packet) >= 0) {
+    REQUIRE(avcodec_send_packet(decoder, packet) == 0);
+    av_packet_unref(packet);
+    take_frames();
+  }
+  avcodec_send_packet(decoder, nullptr);
+  take_frames();
+  av_frame_free(&frame);
+  av_packet_free(&packet);
+  avcodec_free_context(&decoder);
+  avformat_close_input(&format);
+  av_freep(&io->buffer);
+  avio_context_free(&io);
+  return out;
+}
+
+// Raw s16le, as OpenAI's pcm is.
+Decoded decode_pcm(const std::string& bytes) {
+  Decoded out{kRate, 1, {}};
+  for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+    const auto value = static_cast<int16_t>(static_cast<uint8_t>(bytes[i]) | (static_cast<uint8_t>(bytes[i + 1]) << 8));
+    out.samples.push_back(static_cast<float>(value) / 32768.0f);
+  }
+  return out;
+}
+
+Decoded decode(std::string_view format, const std::string& bytes) {
+  if (format == "pcm") return decode_pcm(bytes);
+  if (format == "aac") return decode_aac_with_ffmpeg(bytes);
+  return decode_with_sndfile(bytes);
+}
+
+// The best normalized correlation of the decoded audio with the sine over the
+// codec's possible delays (lossy encoders prepend up to a couple of frames).
+double best_correlation(const std::vector<float>& decoded, const std::vector<float>& reference) {
+  constexpr size_t kFrom = kRate / 10, kTo = kRate * 8 / 10, kMaxDelay = 4096;
+  double best = 0;
+  for (size_t delay = 0; delay <= kMaxDelay && kTo + delay <= decoded.size(); ++delay) {
+    double dot = 0, a2 = 0, b2 = 0;
+    for (size_t i = kFrom; i < kTo; ++i) {
+      dot += double(decoded[i + delay]) * reference[i];
+      a2 += double(decoded[i + delay]) * decoded[i + delay];
+      b2 += double(reference[i]) * reference[i];
+    }
+    if (a2 > 0) best = std::max(best, dot / std::sqrt(a2 * b2));
+  }
+  return best;
+}
+
+struct FormatCase {
+  std::string format;
+  bool is_lossless;
+  double max_padding_seconds;  // what the codec may add to 1.0 s when streamed
+};
+
+void check_streams_and_decodes(const FormatCase& c) {
+  CAPTURE(c.format);
+  const std::vector<float> reference = sine();
+  const Encoded encoded = encode_in_pieces(c.format, reference, AudioDelivery::stream);
+  MESSAGE(c.format << ": " << encoded.bytes.size() << " bytes for 1.0 s; " << encoded.num_after_first_80ms
+                   << " bytes out after the first 80 ms pushed; " << encoded.num_before_finish << " before finish()");
+  // Streaming: most of the stream is out before finish(), not only a header.
+  CHECK(encoded.num_before_finish > encoded.bytes.size() / 2);
+  const Decoded decoded = decode(c.format, encoded.bytes);
+  CHECK(decoded.sample_rate == kRate);
+  CHECK(decoded.channels == 1);
+  const double seconds = static_cast<double>(decoded.samples.size()) / kRate;
+  CHECK(seconds >= 1.0);
+  CHECK(seconds <= 1.0 + c.max_padding_seconds);
+  if (c.is_lossless) {
+    REQUIRE(decoded.samples.size() == reference.size());
+    float worst = 0;
+    for (size_t i = 0; i < reference.size(); ++i) worst = std::max(worst, std::abs(decoded.samples[i] - reference[i]));
+    CHECK(worst <= 1.0f / 32768);
+  } else {
+    CHECK(best_correlation(decoded.samples, reference) > 0.9);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("audio encoder: wav streams a header of unknown length, then the samples exactly") {
+  check_streams_and_decodes({"wav", true, 0});
+  const Encoded encoded = encode_in_pieces("wav", sine(), AudioDelivery::stream);
+  REQUIRE(encoded.bytes.size() >= 44);
+  CHECK(encoded.bytes.substr(0, 4) == "RIFF");
+  CHECK(encoded.bytes.substr(4, 4) == std::string(4, '\xff'));  // RIFF size unknown
+  const size_t data = encoded.bytes.find("data");
+  REQUIRE(data != std::string::npos);
+  CHECK(encoded.bytes.substr(data + 4, 4) == std::string(4, '\xff'));  // data size unknown
+  CHECK(encoded.num_after_first_80ms >= 44 + 2 * kRate * 80 / 1000);   // the header and the samples, at once
+}
+
+TEST_CASE("audio encoder: pcm streams raw s16le with nothing held back") {
+  check_streams_and_decodes({"pcm", true, 0});
+  const Encoded encoded = encode_in_pieces("pcm", sine(), AudioDelivery::stream);
+  CHECK(encoded.bytes.size() == 2 * kRate);
+  CHECK(encoded.num_before_finish == encoded.bytes.size());
+}
+
+TEST_CASE("audio encoder: flac streams frames that decode to the samples exactly") {
+  check_streams_and_decodes({"flac", true, 0});
+}
+
+TEST_CASE("audio encoder: mp3 streams frames that decode to the sine") {
+  check_streams_and_decodes({"mp3", false, 0.1});
+}
+
+TEST_CASE("audio encoder: opus streams Ogg pages that decode to the sine") {
+  check_streams_and_decodes({"opus", false, 0.05});
+}
+
+TEST_CASE("audio encoder: aac streams ADTS frames that decode to the sine") {
+  check_streams_and_decodes({"aac", false, 0.15});
+}
+
+TEST_CASE("audio encoder: content types are OpenAI's, and an unknown format is refused") {
+  const std::pair<const char*, const char*> expected[] = {
+      {"mp3", "audio/mpeg"}, {"opus", "audio/opus"}, {"aac", "audio/aac"},
+      {"flac", "audio/flac"}, {"wav", "audio/wav"},   {"pcm", "audio/pcm"}};
+  for (const auto& [format, type] : expected) {
+    CAPTURE(std::string(format));
+    CHECK(is_audio_format(format));
+    CHECK(make_audio_encoder(format, kRate)->content_type() == type);
+  }
+  CHECK_FALSE(is_audio_format("ogg"));
+  CHECK_FALSE(is_audio_format("MP3"));
+  CHECK_THROWS_WITH_AS(make_audio_encoder("mp4", kRate), doctest::Contains("'mp4'"), std::invalid_argument);
+}
+
+TEST_CASE("audio encoder: samples outside [-1, 1] are clipped, not wrapped") {
+  const std::vector<float> loud = {2.0f, -3.0f, 1.0f, -1.0f, 0.5f, std::numeric_limits<float>::quiet_NaN()};
+  for (const std::string format : {"pcm", "wav", "flac"}) {
+    CAPTURE(format);
+    const auto encoder = make_audio_encoder(format, kRate);
+    std::string bytes = encoder->push(loud);
+    bytes += encoder->finish();
+    const Decoded decoded = decode(format, bytes);
+    REQUIRE(decoded.samples.size() == loud.size());
+    CHECK(decoded.samples[0] == 32767.0f / 32768);
+    CHECK(decoded.samples[1] == -1.0f);
+    CHECK(decoded.samples[2] == 32767.0f / 32768);
+    CHECK(decoded.samples[3] == -1.0f);
+    CHECK(decoded.samples[4] == 0.5f);
+    CHECK(decoded.samples[5] == 0.0f);
+  }
+}
+
+TEST_CASE("audio encoder: whole delivery releases everything at finish with the exact length in the header") {
+  const std::vector<float> reference = sine();
+  for (const std::string format : {"wav", "flac", "mp3", "opus", "pcm"}) {
+    CAPTURE(format);
+    const Encoded encoded = encode_in_pieces(format, reference, AudioDelivery::whole);
+    CHECK(encoded.num_before_finish == 0);
+    const Decoded decoded = decode(format, encoded.bytes);
+    // MP3 too: its LAME header tells the decoder the encoder's delay and padding.
+    CHECK(decoded.samples.size() == reference.size());
+  }
+  const std::string wav = encode_in_pieces("wav", reference, AudioDelivery::whole).bytes;
+  const auto le32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(wav[at + static_cast<size_t>(i)]);
+    return v;
+  };
+  CHECK(le32(4) == wav.size() - 8);
+  CHECK(le32(wav.find("data") + 4) == 2 * reference.size());
+}
+
+}  // namespace sluice::server
