@@ -33,7 +33,7 @@ void add_speak_options(CLI::App& app, SpeakOptions& o) {
   app.add_option("--max-frames", o.max_frames, "Most 80 ms frames to generate")->check(CLI::PositiveNumber);
   app.add_option("--chunk-frames", o.chunk_frames, "Frames decoded to audio at once after the first (streaming chunk)")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--out", o.out_path, "Output file: .wav, .flac or .ogg")->required();
+  app.add_option("--out", o.out_path, "Output file: .wav, .flac, .ogg/.opus, .mp3 or .aac")->required();
   app.add_option("--backend", o.backend, "auto, cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--quantize", o.quantize, "Quantize the talker and code predictor at load: none, q8_0 or q4_0")
       ->capture_default_str()->check(CLI::IsMember({"none", "q8_0", "q4_0"}));
