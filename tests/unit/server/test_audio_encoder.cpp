@@ -265,7 +265,8 @@ TEST_CASE("audio encoder: content types are OpenAI's, and an unknown format is r
 }
 
 TEST_CASE("audio encoder: samples outside [-1, 1] are clipped, not wrapped") {
-  const std::vector<float> loud = {2.0f, -3.0f, 1.0f, -1.0f, 0.5f, std::numeric_limits<float>::quiet_NaN()};
+  // Wrapped, 1.5 would come back negative and -1.5 positive.
+  const std::vector<float> loud = {1.5f, -1.5f, 1.0f, -1.0f, 0.5f, std::numeric_limits<float>::quiet_NaN()};
   for (const std::string format : {"pcm", "wav", "flac"}) {
     CAPTURE(format);
     const auto encoder = make_audio_encoder(format, kRate);
