@@ -4,6 +4,11 @@
 // codec releases them, so a response can stream while samples are still being made.
 // The codecs and containers are FFmpeg's (libavcodec/libavformat, Debian packages);
 // `pcm` is raw 16-bit little-endian samples. No hand-written codecs.
+//
+// What a first 80 ms push (one model frame at 24 kHz) releases when streamed: pcm and
+// wav all of it (wav after a 44-byte header); flac the header and an 80 ms frame;
+// mp3 and opus their first frames (opus in an Ogg page per push); aac nothing yet:
+// FFmpeg's AAC encoder looks ahead, so its first ADTS frames follow the next push.
 #include <memory>
 #include <span>
 #include <string>
