@@ -73,6 +73,16 @@ struct ChoiceFinish {
   std::string_view finish_reason() const { return to_string(reason); }
 };
 
-using RequestEvent = std::variant<ChoiceDelta, ChoiceFinish>;
+// New audio of a speech request (engine/tts/speech_engine.h): mono float PCM in
+// [-1, 1] at the model's output rate, the next num_frames codec frames. Text
+// requests never carry one; a speech request's finish is a ChoiceFinish whose
+// num_prompt_tokens are the input text tokens and num_completion_tokens the frames.
+struct AudioDelta {
+  int32_t index = 0;
+  std::vector<float> pcm;
+  int64_t num_frames = 0;
+};
+
+using RequestEvent = std::variant<ChoiceDelta, ChoiceFinish, AudioDelta>;
 
 }  // namespace sluice::engine

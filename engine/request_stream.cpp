@@ -21,7 +21,7 @@ std::optional<RequestEvent> RequestStream::try_pop() {
   if (events_.empty()) return std::nullopt;
   RequestEvent event = std::move(events_.front());
   events_.pop_front();
-  if (std::holds_alternative<ChoiceDelta>(event)) --num_deltas_;
+  if (!std::holds_alternative<ChoiceFinish>(event)) --num_deltas_;
   return event;
 }
 
@@ -50,6 +50,14 @@ bool RequestStream::is_finished() const {
 }
 
 bool RequestStream::push_delta(ChoiceDelta delta) {
+  std::unique_lock lock(mutex_);
+  if (num_deltas_ >= capacity_) return false;
+  ++num_deltas_;
+  push(std::move(delta), lock);
+  return true;
+}
+
+bool RequestStream::push_delta(AudioDelta delta) {
   std::unique_lock lock(mutex_);
   if (num_deltas_ >= capacity_) return false;
   ++num_deltas_;

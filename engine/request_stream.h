@@ -54,6 +54,7 @@ class RequestStream {
   // --- producer side (the engine thread) ---
   // False, with nothing queued, when `capacity` deltas are already waiting.
   bool push_delta(ChoiceDelta delta);
+  bool push_delta(AudioDelta delta);  // the same bound: an audio delta counts as one
   // Always queued; the last event of its choice.
   void push_finish(ChoiceFinish finish);
   bool is_finished() const;  // every choice has had its finish pushed
