@@ -42,6 +42,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/dtype.h"
@@ -54,6 +55,9 @@
 #include "engine/tts/tts_model.h"
 
 namespace sluice::engine::tts {
+
+class SpeechCodecWorker;
+class SpeechObserver;
 
 struct SpeechEngineConfig {
   std::string model_name = "tts";
@@ -115,8 +119,6 @@ class SpeechEngine {
 
  private:
   struct Active;
-  struct CodecJob;
-  class CodecWorker;
 
   void loop();
   bool drain_inbox();
@@ -144,14 +146,14 @@ class SpeechEngine {
   std::unordered_map<std::string, std::unique_ptr<Active>> active_;
   TalkerStep talker_step_;
   std::vector<float> logits_;
-  std::unique_ptr<CodecWorker> codec_worker_;
+  std::unique_ptr<SpeechCodecWorker> codec_worker_;
 
   // --- shared, guarded by inbox_mutex_ ---
   struct InboxItem;
   mutable std::mutex inbox_mutex_;
   std::condition_variable inbox_cv_;
   std::vector<std::unique_ptr<InboxItem>> inbox_;
-  std::unordered_map<std::string, bool> in_flight_ids_;
+  std::unordered_set<std::string> in_flight_ids_;
   int32_t num_waiting_ = 0;  // scheduler's waiting count after the last schedule() + inbox
   bool stopping_ = false;
   bool started_ = false;

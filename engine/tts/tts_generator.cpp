@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "backends/check.h"
+#include "engine/tts/tts_sampling.h"
 
 namespace sluice::engine::tts {
 namespace {
@@ -21,19 +22,6 @@ TtsStarted refuse(std::string message, std::string param) {
   out.error = std::move(message);
   out.param = std::move(param);
   return out;
-}
-
-// A stage's checkpoint defaults with the request's overrides.
-SamplingParams stage_params(const StageSampling& defaults, const TtsRequest& r, bool talker) {
-  SamplingParams p;
-  p.temperature = defaults.do_sample ? defaults.temperature : 0.0f;
-  p.top_k = defaults.top_k;
-  p.top_p = defaults.top_p;
-  if (r.temperature) p.temperature = *r.temperature;
-  if (r.top_k) p.top_k = *r.top_k;
-  if (r.top_p) p.top_p = *r.top_p;
-  if (talker) p.repetition_penalty = r.repetition_penalty.value_or(defaults.repetition_penalty);
-  return p;
 }
 
 }  // namespace
@@ -74,15 +62,8 @@ TtsStarted TtsGenerator::start(const TtsRequest& request) {
 }
 
 TtsStarted TtsGenerator::start(TtsPrompt prompt, const TtsRequest& r) {
-  if (r.temperature && !(std::isfinite(*r.temperature) && *r.temperature >= 0.0f))
-    return refuse("temperature must be a finite number >= 0", "temperature");
-  if (r.top_k && *r.top_k < 0) return refuse("top_k must be >= 0 (0: off)", "top_k");
-  if (r.top_p && !(*r.top_p > 0.0f && *r.top_p <= 1.0f)) return refuse("top_p must be in (0, 1]", "top_p");
-  if (r.repetition_penalty && !(std::isfinite(*r.repetition_penalty) && *r.repetition_penalty > 0.0f))
-    return refuse("repetition_penalty must be a finite number > 0", "repetition_penalty");
-  const int32_t max_frames =
-      r.max_frames.value_or(std::max(std::min(config_.max_new_tokens - 1, options_.default_max_frames), 1));
-  if (max_frames < 1) return refuse("max_frames must be at least 1", "max_frames");
+  if (auto error = check_sampling(r)) return refuse(error->message, error->param);
+  const int32_t max_frames = resolve_max_frames(config_, r, options_.default_max_frames);
   SLUICE_CHECK(!prompt.rows.empty(), "TtsGenerator::start: empty prompt");
   const auto num_rows = static_cast<int64_t>(prompt.rows.size());
   // The last frame is never fed back: positions run to prompt + max_frames - 1.
@@ -103,10 +84,8 @@ TtsStarted TtsGenerator::start(TtsPrompt prompt, const TtsRequest& r) {
   seq->id = next_id_++;
   seq->prompt = std::move(prompt);
   seq->max_frames = max_frames;
-  seq->talker = stage_params(config_.talker_sampling, r, true);
-  seq->talker.min_tokens = r.ignore_eos ? max_frames + 1 : 2;  // EOS banned while fewer frames
-  seq->talker.min_tokens_banned = {config_.codec.eos};
-  seq->predictor = stage_params(config_.predictor_sampling, r, false);
+  seq->talker = talker_sampling(config_, r, max_frames);
+  seq->predictor = predictor_sampling(config_, r);
   seq->rng = r.seed ? Rng(*r.seed, 0) : Rng::from_entropy();
   for (int64_t i = 0; i < blocks; ++i) {
     seq->blocks.push_back(free_blocks_.back());
@@ -206,8 +185,7 @@ std::vector<TtsFrameEvent> TtsGenerator::step() {
     Sequence& seq = *running_[i];
     seq.num_cached += step_.sequences[i].num_queries;
     const std::span<float> row(logits_.data() + i * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
-    for (int64_t t = std::max<int64_t>(0, vocab - 1024); t < vocab; ++t)
-      if (t != eos) row[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+    suppress_control_codes(config_, row);
     c0[i] = talker_sampler_.sample(row, seq.talker, {}, seq.c0_history, seq.rng).token;
   }
   times_.talker_ms += ms_since(talker_start);

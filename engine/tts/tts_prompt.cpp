@@ -109,6 +109,7 @@ std::variant<TtsPrompt, PromptError> build_prompt(const TtsConfig& c, const toke
   if (ids.size() < 9) return PromptError{"the text to speak is empty after tokenization", "input"};
   for (size_t i = 0; i < 3; ++i) prompt.rows.push_back({ids[i], -1});
   const std::vector<int32_t> text(ids.begin() + 3, ids.end() - 5);
+  prompt.num_text_tokens = static_cast<int64_t>(text.size());
 
   append_body(c, language_id, speaker, text, req.non_streaming, prompt);
   return prompt;

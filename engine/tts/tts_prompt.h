@@ -34,6 +34,7 @@ struct TtsPrompt {
   // mode); tts_pad afterwards.
   std::vector<int32_t> trailing_text;
   bool instructions_dropped = false;
+  int64_t num_text_tokens = 0;  // tokens of the text to speak (the API's usage.input_tokens)
 };
 
 // A request the checkpoint cannot serve: `param` names the request field.

@@ -1,0 +1,191 @@
+#include "engine/tts/speech_codec_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "engine/tts/speech_engine.h"
+
+namespace sluice::engine::tts {
+
+struct SpeechCodecWorker::Job {
+  std::string id;
+  std::shared_ptr<RequestStream> stream;
+  Clock::time_point arrival;
+  int32_t first_chunk_frames = 1;
+  int32_t chunk_frames = 4;
+  std::optional<CodecStream> codec;  // made on the worker thread at the first decode
+  std::vector<int32_t> pending;      // codes of the frames not decoded yet
+  int64_t frames_sent = 0;
+  bool busy = false;    // decoding outside the lock
+  bool ended = false;   // no more frames will come
+  bool drop = false;    // ended by an abort: pending frames are not decoded
+  ChoiceFinish finish;  // pushed once ended and drained
+
+  size_t pending_frames(size_t groups) const { return pending.size() / groups; }
+};
+
+SpeechCodecWorker::SpeechCodecWorker(CodecDecoder& codec, int64_t max_decode_frames, SpeechObserver* observer)
+    : codec_(codec),
+      max_decode_frames_(std::max<int64_t>(1, max_decode_frames)),
+      observer_(observer),
+      groups_(static_cast<size_t>(codec.config().num_quantizers)),
+      seconds_per_frame_(static_cast<double>(codec.config().samples_per_frame) /
+                         static_cast<double>(codec.config().output_sample_rate)) {}
+
+SpeechCodecWorker::~SpeechCodecWorker() { stop(); }
+
+void SpeechCodecWorker::start() {
+  std::lock_guard lock(mutex_);
+  if (started_) return;
+  started_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void SpeechCodecWorker::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, job] : jobs_) {
+      if (job->ended) continue;
+      job->ended = true;
+      job->drop = true;
+      job->finish.reason = FinishReason::abort;
+      job->finish.error = "the server is shutting down";
+    }
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SpeechCodecWorker::begin(const std::string& id, std::shared_ptr<RequestStream> stream,
+                              Clock::time_point arrival, int32_t first_chunk_frames, int32_t chunk_frames) {
+  auto job = std::make_unique<Job>();
+  job->id = id;
+  job->stream = std::move(stream);
+  job->arrival = arrival;
+  job->first_chunk_frames = std::max(first_chunk_frames, 1);
+  job->chunk_frames = std::max(chunk_frames, 1);
+  std::lock_guard lock(mutex_);
+  order_.push_back(id);
+  jobs_[id] = std::move(job);
+}
+
+void SpeechCodecWorker::add_frame(const std::string& id, std::span<const int32_t> codes) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->ended || it->second->drop) return;
+    it->second->pending.insert(it->second->pending.end(), codes.begin(), codes.end());
+  }
+  cv_.notify_one();
+}
+
+void SpeechCodecWorker::end(const std::string& id, ChoiceFinish finish, bool decode_pending) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->ended) return;
+    Job& job = *it->second;
+    job.ended = true;
+    job.drop = !decode_pending;
+    // A decode failure already said what went wrong: keep its reason and message.
+    if (job.finish.reason == FinishReason::error) {
+      finish.reason = FinishReason::error;
+      finish.error = std::move(job.finish.error);
+    }
+    job.finish = std::move(finish);
+  }
+  cv_.notify_one();
+}
+
+size_t SpeechCodecWorker::num_jobs() const {
+  std::lock_guard lock(mutex_);
+  return jobs_.size();
+}
+
+// A job is ready when it can finish, or has a chunk's worth of frames (any frames
+// once ended).
+SpeechCodecWorker::Job* SpeechCodecWorker::next_ready() {
+  const size_t n = order_.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (cursor_ + k) % n;
+    Job& job = *jobs_.at(order_[i]);
+    if (job.busy) continue;
+    const size_t pending = job.pending_frames(groups_);
+    const auto target = static_cast<size_t>(job.frames_sent == 0 ? job.first_chunk_frames : job.chunk_frames);
+    if (job.ended || pending >= target) {
+      cursor_ = (i + 1) % n;
+      return &job;
+    }
+  }
+  return nullptr;
+}
+
+void SpeechCodecWorker::finish_job(Job& job) {
+  if (job.drop) job.finish.num_completion_tokens = std::min(job.finish.num_completion_tokens, job.frames_sent);
+  const double audio_s = static_cast<double>(job.frames_sent) * seconds_per_frame_;
+  const double wall_s = std::chrono::duration<double>(Clock::now() - job.arrival).count();
+  if (observer_) observer_->on_speech_finished(job.finish.reason, audio_s, wall_s);
+  job.stream->push_finish(std::move(job.finish));
+  order_.erase(std::find(order_.begin(), order_.end(), job.id));
+  jobs_.erase(job.id);  // job is gone from here on
+  cursor_ = 0;
+}
+
+void SpeechCodecWorker::loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    Job* job = next_ready();
+    if (job == nullptr) {
+      if (stopping_ && jobs_.empty()) return;
+      cv_.wait(lock);
+      continue;
+    }
+    const size_t pending = job->pending_frames(groups_);
+    if (job->ended && (job->drop || pending == 0)) {
+      finish_job(*job);
+      continue;
+    }
+    const size_t n = std::min(pending, static_cast<size_t>(max_decode_frames_));
+    std::vector<int32_t> codes(job->pending.begin(), job->pending.begin() + static_cast<std::ptrdiff_t>(n * groups_));
+    job->pending.erase(job->pending.begin(), job->pending.begin() + static_cast<std::ptrdiff_t>(n * groups_));
+    job->busy = true;
+    lock.unlock();
+
+    AudioDelta delta;
+    delta.num_frames = static_cast<int64_t>(n);
+    std::string failure;
+    try {
+      if (!job->codec) job->codec.emplace(codec_.start());
+      job->codec->decode(codes, delta.pcm);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    const bool first = job->frames_sent == 0;
+    bool delivered = false;
+    if (failure.empty()) {
+      delivered = job->stream->push_delta(std::move(delta));
+      if (!delivered) job->stream->cancel();  // the client stopped reading: the engine aborts it
+    } else {
+      spdlog::error("speech request {}: decoding failed: {}", job->id, failure);
+      job->stream->cancel();
+    }
+    if (delivered && first && observer_)
+      observer_->on_first_audio(std::chrono::duration<double>(Clock::now() - job->arrival).count());
+
+    lock.lock();
+    job->busy = false;
+    if (delivered) job->frames_sent += static_cast<int64_t>(n);
+    if (!failure.empty()) {
+      job->finish.reason = FinishReason::error;
+      job->finish.error = "decoding the audio failed: " + failure;
+      job->drop = true;
+      job->pending.clear();
+    }
+  }
+}
+
+}  // namespace sluice::engine::tts

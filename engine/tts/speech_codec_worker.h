@@ -1,0 +1,76 @@
+#pragma once
+// The codec side of SpeechEngine: a thread that turns each speech request's frames
+// into PCM with its own CodecStream and pushes them as AudioDelta events, then the
+// request's finish. The engine thread hands it work (begin / add_frame / end); the
+// worker decodes on the codec's backend, which nothing else uses, so decoding runs
+// beside the talker and code predictor instead of between their steps.
+//
+// Chunking, per request: the first first_chunk_frames frames go out alone (time to
+// first audio), then chunk_frames at a time; frames that piled up while the worker
+// was busy go in one call (up to max_decode_frames), which costs less per frame.
+// Requests are served round-robin, one decode call each, so a long utterance never
+// holds up another voice. Streaming is exact (codec_decoder.h): the audio equals
+// decoding every frame at once, whatever the chunking.
+//
+// A full RequestStream (a client not reading) cancels the request: the engine then
+// aborts it. Thread-safe; stop() joins after pushing every outstanding finish.
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/request_stream.h"
+#include "engine/tts/codec_decoder.h"
+
+namespace sluice::engine::tts {
+
+class SpeechObserver;
+
+class SpeechCodecWorker {
+ public:
+  SpeechCodecWorker(CodecDecoder& codec, int64_t max_decode_frames, SpeechObserver* observer);
+  ~SpeechCodecWorker();  // stop()
+
+  void start();
+  // Aborts every request still decoding (its finish says "abort"), then joins.
+  void stop();
+
+  void begin(const std::string& id, std::shared_ptr<RequestStream> stream, Clock::time_point arrival,
+             int32_t first_chunk_frames, int32_t chunk_frames);
+  void add_frame(const std::string& id, std::span<const int32_t> codes);
+  // No more frames: decodes what is pending (unless decode_pending is false, for an
+  // abort), then pushes `finish`.
+  void end(const std::string& id, ChoiceFinish finish, bool decode_pending);
+
+  // Requests begun and not yet finished on the stream.
+  size_t num_jobs() const;
+
+ private:
+  struct Job;
+  void loop();
+  Job* next_ready();  // round-robin; under mutex_
+  void finish_job(Job& job);
+
+  CodecDecoder& codec_;
+  const int64_t max_decode_frames_;
+  SpeechObserver* observer_;
+  const size_t groups_;
+  const double seconds_per_frame_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::unordered_map<std::string, std::unique_ptr<Job>> jobs_;  // guarded by mutex_
+  std::vector<std::string> order_;                              // round-robin order, guarded
+  size_t cursor_ = 0;
+  bool stopping_ = false;
+  bool started_ = false;
+  std::thread thread_;
+};
+
+}  // namespace sluice::engine::tts

@@ -1,0 +1,257 @@
+// SpeechEngine on the tiny committed checkpoint (tests/fixtures/qwen3_tts/
+// custom_voice_small with its codec): every request's audio equals what it gets
+// alone (TtsGenerator's codes decoded at once), whatever runs beside it, however
+// the codec chunks it, and through preemption; cancel, deadline, stop and the
+// refusals at submit.
+#include "engine/tts/speech_engine.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "backends/backend.h"
+#include "engine/loader/tensor_set.h"
+#include "engine/tts/codec_config.h"
+
+namespace sluice::engine::tts {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const fs::path kCheckpoint = fs::path(SLUICE_FIXTURES_DIR) / "qwen3_tts" / "custom_voice_small";
+
+// The talker and the codec on separate backends, as the server runs them.
+struct World {
+  std::unique_ptr<backends::Backend> backend = backends::make_cpu_backend(1);
+  std::unique_ptr<backends::Backend> codec_backend = backends::make_cpu_backend(1);
+  std::unique_ptr<TtsModel> model = TtsModel::load(kCheckpoint, *backend);
+  std::unique_ptr<loader::TensorSet> codec_tensors = loader::open_tensor_set(kCheckpoint / "speech_tokenizer");
+  CodecDecoder codec = CodecDecoder::load(
+      *codec_tensors, read_codec_config(kCheckpoint / "speech_tokenizer" / "config.json"), *codec_backend);
+
+  int64_t samples_per_frame() const { return codec.config().samples_per_frame; }
+};
+
+struct Expected {
+  std::vector<float> pcm;
+  int64_t frames = 0;
+  std::string reason;
+};
+
+// What the request gets alone: the generator's codes, decoded in one pass.
+Expected alone(World& w, const TtsRequest& r) {
+  TtsGenerator gen(*w.model);
+  const TtsStarted started = gen.start(r);
+  REQUIRE_MESSAGE(started.ok(), started.error);
+  std::vector<int32_t> codes;
+  Expected out;
+  while (gen.num_running() > 0) {
+    for (const TtsFrameEvent& e : gen.step()) {
+      codes.insert(codes.end(), e.codes.begin(), e.codes.end());
+      if (!e.codes.empty()) ++out.frames;
+      if (e.finished) out.reason = std::string(e.finish_reason);
+    }
+  }
+  out.pcm = w.codec.decode_all(codes);
+  return out;
+}
+
+struct Outcome {
+  std::vector<float> pcm;
+  std::vector<int64_t> delta_frames;
+  ChoiceFinish finish;
+};
+
+Outcome collect(RequestStream& stream, const std::function<void(const Outcome&)>& on_delta = {}) {
+  Outcome out;
+  for (;;) {
+    REQUIRE_MESSAGE(stream.wait(30s), "no event within 30 s");
+    while (auto event = stream.try_pop()) {
+      if (auto* audio = std::get_if<AudioDelta>(&*event)) {
+        out.pcm.insert(out.pcm.end(), audio->pcm.begin(), audio->pcm.end());
+        out.delta_frames.push_back(audio->num_frames);
+        if (on_delta) on_delta(out);
+      } else if (auto* finish = std::get_if<ChoiceFinish>(&*event)) {
+        out.finish = *finish;
+        return out;
+      }
+    }
+  }
+}
+
+TtsRequest tts(const std::string& text, const std::string& voice, std::optional<float> temperature, uint64_t seed,
+               int32_t max_frames) {
+  TtsRequest r;
+  r.prompt.text = text;
+  r.prompt.voice = voice;
+  r.temperature = temperature;
+  r.seed = seed;
+  r.max_frames = max_frames;
+  return r;
+}
+
+SpeechRequest speech(std::string id, TtsRequest r, int32_t first_chunk = 1, int32_t chunk = 4) {
+  SpeechRequest s;
+  s.request_id = std::move(id);
+  s.tts = std::move(r);
+  s.first_chunk_frames = first_chunk;
+  s.chunk_frames = chunk;
+  return s;
+}
+
+void wait_until_idle(const SpeechEngine& engine) {
+  for (int i = 0; i < 500; ++i) {
+    const EngineStats s = engine.stats();
+    if (s.num_running == 0 && s.num_waiting == 0 && s.kv_cache_usage == 0.0) return;
+    std::this_thread::sleep_for(10ms);
+  }
+  FAIL("the engine did not go idle: KV still in use");
+}
+
+TEST_CASE("speech requests batched in one engine each get the audio they get alone") {
+  World w;
+  const std::vector<TtsRequest> requests = {
+      tts("Hello there, this is a test.", "serena", 0.0f, 1, 12),
+      tts("Sampling with a seed gives the same frames.", "ryan", 0.9f, 5, 10),
+      tts("A third voice joins the batch.", "eric", 0.7f, 9, 16),
+  };
+  std::vector<Expected> expected;
+  for (const TtsRequest& r : requests) expected.push_back(alone(w, r));
+
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  engine.start();
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const SubmitResult submitted =
+        engine.submit(speech("r" + std::to_string(i), requests[i], i == 2 ? 2 : 1, i == 2 ? 3 : 4));
+    REQUIRE_MESSAGE(submitted.ok(), submitted.message);
+    streams.push_back(submitted.stream);
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    CAPTURE(i);
+    const Outcome got = collect(*streams[i]);
+    CHECK(got.finish.finish_reason() == expected[i].reason);
+    CHECK(got.finish.num_completion_tokens == expected[i].frames);
+    CHECK(got.finish.num_prompt_tokens > 0);
+    REQUIRE(got.pcm.size() == expected[i].pcm.size());
+    CHECK(got.pcm == expected[i].pcm);  // bit for bit: batch invariant kernels, exact streaming
+    int64_t frames = 0;
+    for (int64_t f : got.delta_frames) frames += f;
+    CHECK(frames == expected[i].frames);
+    CHECK(got.delta_frames.front() >= (i == 2 ? 2 : 1));
+  }
+  wait_until_idle(engine);
+  CHECK(engine.stats().num_finished[static_cast<size_t>(FinishReason::length)] +
+            engine.stats().num_finished[static_cast<size_t>(FinishReason::stop)] ==
+        3);
+}
+
+TEST_CASE("a speech sequence preempted for KV recomputes its rows and continues unchanged") {
+  World w;
+  // Short texts (the tiny tokenizer is byte-level): both prompts fit at once, and
+  // then their frames outgrow the pool.
+  TtsRequest a = tts("Go on.", "serena", 0.8f, 3, 40);
+  TtsRequest b = tts("Run now.", "dylan", 0.8f, 4, 40);
+  a.ignore_eos = b.ignore_eos = true;
+  const Expected ea = alone(w, a), eb = alone(w, b);
+  REQUIRE(ea.frames == 40);
+
+  SpeechEngineConfig config;
+  // 96 positions: room for one sequence's prompt and 40 frames, not for two.
+  const uint64_t per_block = KvCache::bytes_per_block(w.model->config().talker, config.block_size, config.kv_dtype);
+  config.kv_cache_bytes = per_block * 6;
+  SpeechEngine engine(*w.model, w.codec, config);
+  engine.start();
+  const SubmitResult ra = engine.submit(speech("a", a)), rb = engine.submit(speech("b", b));
+  REQUIRE(ra.ok());
+  REQUIRE(rb.ok());
+  const Outcome ga = collect(*ra.stream), gb = collect(*rb.stream);
+  CHECK(ga.pcm == ea.pcm);
+  CHECK(gb.pcm == eb.pcm);
+  CHECK(engine.stats().num_preemptions > 0);
+  wait_until_idle(engine);
+}
+
+TEST_CASE("cancelling a speech request ends it with abort and frees its KV") {
+  World w;
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  engine.start();
+  TtsRequest r = tts("This request will be cancelled after its first audio.", "serena", 0.8f, 2, 1500);
+  r.ignore_eos = true;
+  const SubmitResult submitted = engine.submit(speech("c", r));
+  REQUIRE(submitted.ok());
+  RequestStream& stream = *submitted.stream;
+  const Outcome got = collect(stream, [&](const Outcome&) { stream.cancel(); });
+  CHECK(got.finish.reason == FinishReason::abort);
+  CHECK(got.finish.num_completion_tokens < 1500);
+  CHECK(!got.pcm.empty());
+  wait_until_idle(engine);
+  CHECK(engine.stats().num_finished[static_cast<size_t>(FinishReason::abort)] == 1);
+}
+
+TEST_CASE("a speech request past its deadline ends with timeout after the audio made before it") {
+  World w;
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  engine.start();
+  TtsRequest r = tts("This one runs out of time.", "ryan", 0.8f, 2, 4000);
+  r.ignore_eos = true;
+  SpeechRequest s = speech("t", r);
+  s.deadline = Clock::now() + 300ms;
+  const SubmitResult submitted = engine.submit(std::move(s));
+  REQUIRE(submitted.ok());
+  const Outcome got = collect(*submitted.stream);
+  CHECK(got.finish.reason == FinishReason::timeout);
+  CHECK(got.finish.num_completion_tokens > 0);
+  CHECK(got.finish.num_completion_tokens < 4000);
+  // Every frame made before the deadline was decoded and sent.
+  CHECK(static_cast<int64_t>(got.pcm.size()) == got.finish.num_completion_tokens * w.samples_per_frame());
+  wait_until_idle(engine);
+}
+
+TEST_CASE("speech submits are refused with the field named, and queue_full past max_waiting") {
+  World w;
+  SpeechEngineConfig config;
+  config.max_waiting = 1;
+  SpeechEngine engine(*w.model, w.codec, config);  // not started: submits stay queued
+
+  SubmitResult r = engine.submit(speech("v", tts("Hi there.", "nobody", 0.0f, 1, 4)));
+  CHECK(r.status == SubmitStatus::rejected);
+  CHECK(r.param == "voice");
+  r = engine.submit(speech("e", tts("", "serena", 0.0f, 1, 4)));
+  CHECK(r.status == SubmitStatus::rejected);
+  CHECK(r.param == "input");
+  TtsRequest hot = tts("Hi there.", "serena", -1.0f, 1, 4);
+  r = engine.submit(speech("t", hot));
+  CHECK(r.status == SubmitStatus::rejected);
+  CHECK(r.param == "temperature");
+  r = engine.submit(speech("long", tts("Hi there.", "serena", 0.0f, 1, 1 << 30)));
+  CHECK(r.status == SubmitStatus::rejected);
+  CHECK(r.param == "max_new_tokens");
+
+  CHECK(engine.submit(speech("q1", tts("Hi there.", "serena", 0.0f, 1, 4))).ok());
+  r = engine.submit(speech("q1", tts("Hi there.", "serena", 0.0f, 1, 4)));
+  CHECK(r.status == SubmitStatus::rejected);  // the same id twice
+  r = engine.submit(speech("q2", tts("Hi there.", "serena", 0.0f, 1, 4)));
+  CHECK(r.status == SubmitStatus::queue_full);
+  CHECK(engine.stats().num_requests_queue_full == 1);
+}
+
+TEST_CASE("stopping the speech engine ends every request in flight with abort") {
+  World w;
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  engine.start();
+  TtsRequest r = tts("A long request that the shutdown interrupts.", "serena", 0.8f, 2, 3000);
+  r.ignore_eos = true;
+  const SubmitResult running = engine.submit(speech("s1", r));
+  REQUIRE(running.ok());
+  REQUIRE(running.stream->wait(30s));  // it produced audio
+  engine.stop();
+  const Outcome got = collect(*running.stream);
+  CHECK(got.finish.reason == FinishReason::abort);
+  CHECK(engine.submit(speech("s2", r)).status == SubmitStatus::shutting_down);
+}
+
+}  // namespace
+}  // namespace sluice::engine::tts
