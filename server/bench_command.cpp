@@ -521,6 +521,9 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--tts-text-tokens", o.tts_text_tokens, "Text tokens of a random-weight speech prompt")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--tts-streams", o.tts_streams,
+                 "Also run this many utterances at once through the speech engine (comma-separated, e.g. 1,4,16)")
+      ->delimiter(',')->check(CLI::PositiveNumber);
 }
 
 int run_bench(const BenchOptions& o) {

@@ -20,6 +20,7 @@
 #include "engine/tts/tts_model.h"
 #include "engine/tts/tts_prompt.h"
 #include "server/bench_command.h"
+#include "server/bench_tts_streams.h"
 
 namespace sluice::server {
 namespace {
@@ -37,6 +38,7 @@ struct Loaded {
   std::unique_ptr<tts::TtsModel> model;
   std::unique_ptr<loader::TensorSet> codec_tensors;
   std::unique_ptr<tts::CodecDecoder> codec;
+  tts::CodecConfig codec_config;
   std::string what;
 };
 
@@ -60,6 +62,7 @@ Loaded load(const BenchOptions& o, backends::Backend& backend) {
     out.what = "random weights, Qwen3-TTS-12Hz-" + o.tts + " " + o.tts_kind + " shapes";
   }
   out.codec = std::make_unique<tts::CodecDecoder>(tts::CodecDecoder::load(*out.codec_tensors, codec_config, backend));
+  out.codec_config = codec_config;
   return out;
 }
 
@@ -109,6 +112,13 @@ int run_tts_bench(const BenchOptions& o) {
     std::printf("  %-22s %10.0f ms\n", "first audio", s.first_audio_ms);
     std::printf("  %-22s %10.2f (audio seconds per wall second; > 1 is faster than real time)\n", "real-time factor",
                 s.real_time_factor());
+    nlohmann::ordered_json streams;
+    if (!o.tts_streams.empty()) {
+      // The server's layout: the codec on a backend of its own, beside the talker's.
+      auto codec_backend = backends::make_backend(backends::resolve_backend(o.backend), o.threads);
+      tts::CodecDecoder codec = tts::CodecDecoder::load(*loaded.codec_tensors, loaded.codec_config, *codec_backend);
+      streams = run_tts_streams(o, *loaded.model, codec);
+    }
     if (!o.json_path.empty()) {
       nlohmann::ordered_json report = {
           {"model", loaded.what}, {"backend", backend->name()}, {"kernel_path", backend->kernel_path()},
@@ -116,6 +126,7 @@ int run_tts_bench(const BenchOptions& o) {
           {"talker_ms_per_frame", s.talker_ms / frames}, {"predictor_ms_per_frame", s.predictor_ms / frames},
           {"decoder_ms_per_frame", s.decoder_ms / frames}, {"first_audio_ms", s.first_audio_ms},
           {"real_time_factor", s.real_time_factor()}};
+      if (!streams.is_null()) report["streams"] = streams;
       std::ofstream(o.json_path) << report.dump(2) << "\n";
     }
     return 0;

@@ -117,9 +117,13 @@ SubmitResult SpeechEngine::submit(SpeechRequest request) {
     ++num_rejected_;
     return refused(SubmitStatus::rejected, std::move(message), std::move(param));
   };
-  if (!model_.tokenizer()) return reject("this speech model has no tokenizer", "model");
   if (auto error = check_sampling(request.tts)) return reject(error->message, error->param);
-  auto built = build_prompt(tc, *model_.tokenizer(), request.tts.prompt);
+  std::variant<TtsPrompt, PromptError> built = PromptError{"this speech model has no tokenizer", "model"};
+  if (request.prompt) {
+    built = std::move(*request.prompt);
+  } else if (model_.tokenizer()) {
+    built = build_prompt(tc, *model_.tokenizer(), request.tts.prompt);
+  }
   if (auto* error = std::get_if<PromptError>(&built)) return reject(error->message, error->param);
   const int32_t max_frames = resolve_max_frames(tc, request.tts, config_.default_max_frames);
 

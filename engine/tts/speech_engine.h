@@ -76,6 +76,7 @@ struct SpeechEngineConfig {
 struct SpeechRequest {
   std::string request_id;  // unique among the requests in flight
   TtsRequest tts;          // text, voice, language, instructions, seed, sampling overrides, max_frames
+  std::optional<TtsPrompt> prompt;  // built elsewhere (benchmarks on random weights): tts.prompt is ignored
   int32_t priority = 0;    // lower is served first
   std::optional<Clock::time_point> deadline;
   int32_t first_chunk_frames = 1;  // frames of the first audio delta: time to first audio
