@@ -125,7 +125,11 @@ SubmitResult SpeechEngine::submit(SpeechRequest request) {
     built = build_prompt(tc, *model_.tokenizer(), request.tts.prompt);
   }
   if (auto* error = std::get_if<PromptError>(&built)) return reject(error->message, error->param);
-  const int32_t max_frames = resolve_max_frames(tc, request.tts, config_.default_max_frames);
+  int32_t max_frames = resolve_max_frames(tc, request.tts, config_.default_max_frames);
+  const auto num_rows = static_cast<int64_t>(std::get<TtsPrompt>(built).rows.size());
+  // A request that names no limit gets what the context leaves after its prompt.
+  if (!request.tts.max_frames)
+    max_frames = static_cast<int32_t>(std::clamp<int64_t>(max_model_len_ - num_rows, 1, max_frames));
 
   auto active = std::make_unique<Active>();
   active->id = request.request_id;
@@ -135,9 +139,8 @@ SubmitResult SpeechEngine::submit(SpeechRequest request) {
   active->predictor = predictor_sampling(tc, request.tts);
   active->rng = request.tts.seed ? Rng(*request.tts.seed, 0) : Rng::from_entropy();
   active->arrival = Clock::now();
-  const auto num_rows = static_cast<int64_t>(active->prompt.rows.size());
-  // The last frame is never fed back: positions run to rows + max_frames - 1.
-  if (num_rows + max_frames - 1 > max_model_len_) {
+  // The scheduler's rule: prompt rows + frames within the served length.
+  if (num_rows + max_frames > max_model_len_) {
     return reject(fmt::format("the input ({} prompt rows) and {} frames exceed the {} positions this model serves",
                               num_rows, max_frames, max_model_len_),
                   request.tts.max_frames ? "max_new_tokens" : "input");

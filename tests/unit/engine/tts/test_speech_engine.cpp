@@ -238,6 +238,25 @@ TEST_CASE("speech submits are refused with the field named, and queue_full past 
   CHECK(engine.stats().num_requests_queue_full == 1);
 }
 
+TEST_CASE("a speech request that names no frame limit gets what the KV pool leaves after its prompt") {
+  World w;
+  SpeechEngineConfig config;
+  const uint64_t per_block = KvCache::bytes_per_block(w.model->config().talker, config.block_size, config.kv_dtype);
+  config.kv_cache_bytes = per_block * 4;  // 64 positions
+  SpeechEngine engine(*w.model, w.codec, config);
+  engine.start();
+  TtsRequest r = tts("Go on.", "serena", 0.8f, 3, 1);
+  r.max_frames.reset();
+  r.ignore_eos = true;
+  const SubmitResult submitted = engine.submit(speech("cap", r));
+  REQUIRE_MESSAGE(submitted.ok(), submitted.message);
+  const Outcome got = collect(*submitted.stream);
+  CHECK(got.finish.reason == FinishReason::length);
+  const auto rows = static_cast<int64_t>(
+      std::get<TtsPrompt>(build_prompt(w.model->config(), *w.model->tokenizer(), r.prompt)).rows.size());
+  CHECK(got.finish.num_completion_tokens == 64 - rows);
+}
+
 TEST_CASE("stopping the speech engine ends every request in flight with abort") {
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
