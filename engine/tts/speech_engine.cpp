@@ -13,10 +13,6 @@
 namespace sluice::engine::tts {
 namespace {
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -201,12 +197,7 @@ EngineHealth SpeechEngine::health(std::chrono::nanoseconds step_timeout) const {
     std::lock_guard lock(inbox_mutex_);
     return {false, "dead", dead_reason_};
   }
-  const int64_t started = step_started_ns_.load();
-  if (started == 0 || step_timeout <= std::chrono::nanoseconds::zero()) return {};
-  const auto running = std::chrono::nanoseconds(now_ns() - started);
-  if (running <= step_timeout) return {};
-  return {false, "wedged",
-          fmt::format("a step has been running for {:.1f} s", std::chrono::duration<double>(running).count())};
+  return step_health(step_started_ns_.load(), step_timeout);
 }
 
 void SpeechEngine::loop() {
@@ -219,7 +210,7 @@ void SpeechEngine::loop() {
         inbox_cv_.wait(lock, [&] { return stopping_ || !inbox_.empty(); });
         continue;
       }
-      step_started_ns_.store(now_ns());
+      step_started_ns_.store(steady_now_ns());
       ScheduledStep step = scheduler_->schedule(Clock::now());
       for (const SequencePtr& seq : step.finished) {  // aborted or timed out
         const FinishReason reason = seq->finish_reason();
