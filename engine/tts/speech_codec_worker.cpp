@@ -107,21 +107,31 @@ size_t SpeechCodecWorker::num_jobs() const {
 }
 
 // A job is ready when it can finish, or has a chunk's worth of frames (any frames
-// once ended).
+// once ended). A request still waiting for its first audio goes first: time to
+// first audio is what a listener notices, and its first chunk is small.
 SpeechCodecWorker::Job* SpeechCodecWorker::next_ready() {
   const size_t n = order_.size();
+  Job* ready = nullptr;
+  size_t ready_at = 0;
   for (size_t k = 0; k < n; ++k) {
     const size_t i = (cursor_ + k) % n;
     Job& job = *jobs_.at(order_[i]);
     if (job.busy) continue;
-    const size_t pending = job.pending_frames(groups_);
-    const auto target = static_cast<size_t>(job.frames_sent == 0 ? job.first_chunk_frames : job.chunk_frames);
-    if (job.ended || pending >= target) {
-      cursor_ = (i + 1) % n;
-      return &job;
+    const bool first = job.frames_sent == 0;
+    const auto target = static_cast<size_t>(first ? job.first_chunk_frames : job.chunk_frames);
+    if (!job.ended && job.pending_frames(groups_) < target) continue;
+    if (first && !job.ended) {
+      ready = &job;
+      ready_at = i;
+      break;
+    }
+    if (ready == nullptr) {
+      ready = &job;
+      ready_at = i;
     }
   }
-  return nullptr;
+  if (ready != nullptr) cursor_ = (ready_at + 1) % n;
+  return ready;
 }
 
 void SpeechCodecWorker::finish_job(Job& job) {

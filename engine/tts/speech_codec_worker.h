@@ -9,7 +9,7 @@
 // first audio), then chunk_frames at a time; frames that piled up while the worker
 // was busy go in one call (up to max_decode_frames), which costs less per frame.
 // Requests are served round-robin, one decode call each, so a long utterance never
-// holds up another voice. Streaming is exact (codec_decoder.h): the audio equals
+// holds up another voice; one still waiting for its first audio goes first. Streaming is exact (codec_decoder.h): the audio equals
 // decoding every frame at once, whatever the chunking.
 //
 // A full RequestStream (a client not reading) cancels the request: the engine then
@@ -54,7 +54,7 @@ class SpeechCodecWorker {
  private:
   struct Job;
   void loop();
-  Job* next_ready();  // round-robin; under mutex_
+  Job* next_ready();  // first audio first, then round-robin; under mutex_
   void finish_job(Job& job);
 
   CodecDecoder& codec_;
