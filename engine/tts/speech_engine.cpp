@@ -400,7 +400,8 @@ void SpeechEngine::run_step(ScheduledStep& step) {
 
 // The end of a request on the engine thread: the codec worker sends what is still
 // to decode (unless aborted), then the finish.
-void SpeechEngine::finish_request(const std::string& id, FinishReason reason, std::string error) {
+void SpeechEngine::finish_request(std::string id, FinishReason reason, std::string error) {
+  // `id` is a copy: callers pass the Active's own id, which the erase below frees.
   auto it = active_.find(id);
   if (it == active_.end()) return;
   Active& a = *it->second;

@@ -125,7 +125,7 @@ class SpeechEngine {
   bool drain_inbox();
   void check_cancellations();
   void run_step(ScheduledStep& step);
-  void finish_request(const std::string& id, FinishReason reason, std::string error);
+  void finish_request(std::string id, FinishReason reason, std::string error);
   void fail_step(const ScheduledStep& step, const std::string& what);
   void publish_stats(const ScheduledStep* step);
   void shutdown(const std::string& why);
