@@ -10,11 +10,12 @@
 #include "engine/engine_internal.h"
 
 namespace sluice::engine {
-namespace {
 
-int64_t now_ns() {
+int64_t steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
+
+namespace {
 
 SubmitResult rejected(std::string message, std::string param) {
   return {.status = SubmitStatus::rejected, .stream = nullptr, .message = std::move(message), .param = std::move(param),
@@ -355,7 +356,7 @@ void Engine::loop_steps() {
       inbox_cv_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !abort_inbox_.empty(); });
       continue;
     }
-    step_started_ns_.store(now_ns());
+    step_started_ns_.store(steady_now_ns());
     ScheduledStep step = scheduler_->schedule(Clock::now());
     {
       std::lock_guard lock(inbox_mutex_);
@@ -453,17 +454,20 @@ void Engine::die(const std::string& what) {
   }
 }
 
+EngineHealth step_health(int64_t step_started_ns, std::chrono::nanoseconds step_timeout) {
+  if (step_started_ns == 0 || step_timeout <= std::chrono::nanoseconds::zero()) return {};
+  const auto running = std::chrono::nanoseconds(steady_now_ns() - step_started_ns);
+  if (running <= step_timeout) return {};
+  return {false, "wedged",
+          fmt::format("a step has been running for {:.1f} s", std::chrono::duration<double>(running).count())};
+}
+
 EngineHealth Engine::health(std::chrono::nanoseconds step_timeout) const {
   if (dead_.load()) {
     std::lock_guard lock(inbox_mutex_);
     return {false, "dead", dead_reason_};
   }
-  const int64_t started = step_started_ns_.load();
-  if (started == 0 || step_timeout <= std::chrono::nanoseconds::zero()) return {};
-  const auto running = std::chrono::nanoseconds(now_ns() - started);
-  if (running <= step_timeout) return {};
-  return {false, "wedged",
-          fmt::format("a step has been running for {:.1f} s", std::chrono::duration<double>(running).count())};
+  return step_health(step_started_ns_.load(), step_timeout);
 }
 
 bool Engine::drain_inbox() {

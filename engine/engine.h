@@ -80,6 +80,12 @@ struct EngineHealth {
   std::string reason;         // why not: "the engine thread stopped: ..." or "a step has been running for ..."
 };
 
+// steady_clock now, in ns: what an engine stores when a step begins (0: no step).
+int64_t steady_now_ns();
+// The health of an engine whose thread is alive: "wedged" when the step that began
+// at step_started_ns has run past step_timeout (zero or negative: never).
+EngineHealth step_health(int64_t step_started_ns, std::chrono::nanoseconds step_timeout);
+
 // The KV budget when kv_cache_bytes is 0. On the CPU, 256 MiB. On a GPU, what vLLM's
 // gpu_memory_utilization = 0.9 gives: the memory free now (weights loaded) less 10%
 // of the device, less a reserve for the largest step's activations and logits

@@ -49,15 +49,11 @@ bool RequestStream::is_finished() const {
   return num_finished_ >= num_choices_;
 }
 
-bool RequestStream::push_delta(ChoiceDelta delta) {
-  std::unique_lock lock(mutex_);
-  if (num_deltas_ >= capacity_) return false;
-  ++num_deltas_;
-  push(std::move(delta), lock);
-  return true;
-}
+bool RequestStream::push_delta(ChoiceDelta delta) { return push_bounded(std::move(delta)); }
 
-bool RequestStream::push_delta(AudioDelta delta) {
+bool RequestStream::push_delta(AudioDelta delta) { return push_bounded(std::move(delta)); }
+
+bool RequestStream::push_bounded(RequestEvent delta) {
   std::unique_lock lock(mutex_);
   if (num_deltas_ >= capacity_) return false;
   ++num_deltas_;

@@ -60,6 +60,7 @@ class RequestStream {
   bool is_finished() const;  // every choice has had its finish pushed
 
  private:
+  bool push_bounded(RequestEvent delta);
   void push(RequestEvent event, std::unique_lock<std::mutex>& lock);
 
   const std::string request_id_;

@@ -13,10 +13,6 @@
 namespace sluice::engine::tts {
 namespace {
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -125,7 +121,11 @@ SubmitResult SpeechEngine::submit(SpeechRequest request) {
     built = build_prompt(tc, *model_.tokenizer(), request.tts.prompt);
   }
   if (auto* error = std::get_if<PromptError>(&built)) return reject(error->message, error->param);
-  const int32_t max_frames = resolve_max_frames(tc, request.tts, config_.default_max_frames);
+  int32_t max_frames = resolve_max_frames(tc, request.tts, config_.default_max_frames);
+  const auto num_rows = static_cast<int64_t>(std::get<TtsPrompt>(built).rows.size());
+  // A request that names no limit gets what the context leaves after its prompt.
+  if (!request.tts.max_frames)
+    max_frames = static_cast<int32_t>(std::clamp<int64_t>(max_model_len_ - num_rows, 1, max_frames));
 
   auto active = std::make_unique<Active>();
   active->id = request.request_id;
@@ -135,9 +135,8 @@ SubmitResult SpeechEngine::submit(SpeechRequest request) {
   active->predictor = predictor_sampling(tc, request.tts);
   active->rng = request.tts.seed ? Rng(*request.tts.seed, 0) : Rng::from_entropy();
   active->arrival = Clock::now();
-  const auto num_rows = static_cast<int64_t>(active->prompt.rows.size());
-  // The last frame is never fed back: positions run to rows + max_frames - 1.
-  if (num_rows + max_frames - 1 > max_model_len_) {
+  // The scheduler's rule: prompt rows + frames within the served length.
+  if (num_rows + max_frames > max_model_len_) {
     return reject(fmt::format("the input ({} prompt rows) and {} frames exceed the {} positions this model serves",
                               num_rows, max_frames, max_model_len_),
                   request.tts.max_frames ? "max_new_tokens" : "input");
@@ -198,12 +197,7 @@ EngineHealth SpeechEngine::health(std::chrono::nanoseconds step_timeout) const {
     std::lock_guard lock(inbox_mutex_);
     return {false, "dead", dead_reason_};
   }
-  const int64_t started = step_started_ns_.load();
-  if (started == 0 || step_timeout <= std::chrono::nanoseconds::zero()) return {};
-  const auto running = std::chrono::nanoseconds(now_ns() - started);
-  if (running <= step_timeout) return {};
-  return {false, "wedged",
-          fmt::format("a step has been running for {:.1f} s", std::chrono::duration<double>(running).count())};
+  return step_health(step_started_ns_.load(), step_timeout);
 }
 
 void SpeechEngine::loop() {
@@ -216,7 +210,7 @@ void SpeechEngine::loop() {
         inbox_cv_.wait(lock, [&] { return stopping_ || !inbox_.empty(); });
         continue;
       }
-      step_started_ns_.store(now_ns());
+      step_started_ns_.store(steady_now_ns());
       ScheduledStep step = scheduler_->schedule(Clock::now());
       for (const SequencePtr& seq : step.finished) {  // aborted or timed out
         const FinishReason reason = seq->finish_reason();

@@ -13,6 +13,7 @@
 #include "backends/backend.h"
 #include "engine/loader/tensor_set.h"
 #include "engine/tts/codec_config.h"
+#include "tts_test_util.h"
 
 namespace sluice::engine::tts {
 namespace {
@@ -81,17 +82,6 @@ Outcome collect(RequestStream& stream, const std::function<void(const Outcome&)>
   }
 }
 
-TtsRequest tts(const std::string& text, const std::string& voice, std::optional<float> temperature, uint64_t seed,
-               int32_t max_frames) {
-  TtsRequest r;
-  r.prompt.text = text;
-  r.prompt.voice = voice;
-  r.temperature = temperature;
-  r.seed = seed;
-  r.max_frames = max_frames;
-  return r;
-}
-
 SpeechRequest speech(std::string id, TtsRequest r, int32_t first_chunk = 1, int32_t chunk = 4) {
   SpeechRequest s;
   s.request_id = std::move(id);
@@ -99,6 +89,13 @@ SpeechRequest speech(std::string id, TtsRequest r, int32_t first_chunk = 1, int3
   s.first_chunk_frames = first_chunk;
   s.chunk_frames = chunk;
   return s;
+}
+
+// A request that runs until stopped: EOS ignored, `frames` frames.
+SpeechRequest long_request(std::string id, const std::string& voice, int32_t frames) {
+  TtsRequest r = testing::make_request("This request runs until something stops it.", voice, 0.8f, 2, frames);
+  r.ignore_eos = true;
+  return speech(std::move(id), std::move(r));
 }
 
 void wait_until_idle(const SpeechEngine& engine) {
@@ -113,9 +110,9 @@ void wait_until_idle(const SpeechEngine& engine) {
 TEST_CASE("speech requests batched in one engine each get the audio they get alone") {
   World w;
   const std::vector<TtsRequest> requests = {
-      tts("Hello there, this is a test.", "serena", 0.0f, 1, 12),
-      tts("Sampling with a seed gives the same frames.", "ryan", 0.9f, 5, 10),
-      tts("A third voice joins the batch.", "eric", 0.7f, 9, 16),
+      testing::make_request("Hello there, this is a test.", "serena", 0.0f, 1, 12),
+      testing::make_request("Sampling with a seed gives the same frames.", "ryan", 0.9f, 5, 10),
+      testing::make_request("A third voice joins the batch.", "eric", 0.7f, 9, 16),
   };
   std::vector<Expected> expected;
   for (const TtsRequest& r : requests) expected.push_back(alone(w, r));
@@ -152,8 +149,8 @@ TEST_CASE("a speech sequence preempted for KV recomputes its rows and continues 
   World w;
   // Short texts (the tiny tokenizer is byte-level): both prompts fit at once, and
   // then their frames outgrow the pool.
-  TtsRequest a = tts("Go on.", "serena", 0.8f, 3, 40);
-  TtsRequest b = tts("Run now.", "dylan", 0.8f, 4, 40);
+  TtsRequest a = testing::make_request("Go on.", "serena", 0.8f, 3, 40);
+  TtsRequest b = testing::make_request("Run now.", "dylan", 0.8f, 4, 40);
   a.ignore_eos = b.ignore_eos = true;
   const Expected ea = alone(w, a), eb = alone(w, b);
   REQUIRE(ea.frames == 40);
@@ -178,9 +175,7 @@ TEST_CASE("cancelling a speech request ends it with abort and frees its KV") {
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
   engine.start();
-  TtsRequest r = tts("This request will be cancelled after its first audio.", "serena", 0.8f, 2, 1500);
-  r.ignore_eos = true;
-  const SubmitResult submitted = engine.submit(speech("c", r));
+  const SubmitResult submitted = engine.submit(long_request("c", "serena", 1500));
   REQUIRE(submitted.ok());
   RequestStream& stream = *submitted.stream;
   const Outcome got = collect(stream, [&](const Outcome&) { stream.cancel(); });
@@ -195,9 +190,7 @@ TEST_CASE("a speech request past its deadline ends with timeout after the audio 
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
   engine.start();
-  TtsRequest r = tts("This one runs out of time.", "ryan", 0.8f, 2, 4000);
-  r.ignore_eos = true;
-  SpeechRequest s = speech("t", r);
+  SpeechRequest s = long_request("t", "ryan", 4000);
   s.deadline = Clock::now() + 300ms;
   const SubmitResult submitted = engine.submit(std::move(s));
   REQUIRE(submitted.ok());
@@ -216,41 +209,58 @@ TEST_CASE("speech submits are refused with the field named, and queue_full past 
   config.max_waiting = 1;
   SpeechEngine engine(*w.model, w.codec, config);  // not started: submits stay queued
 
-  SubmitResult r = engine.submit(speech("v", tts("Hi there.", "nobody", 0.0f, 1, 4)));
+  SubmitResult r = engine.submit(speech("v", testing::make_request("Hi there.", "nobody", 0.0f, 1, 4)));
   CHECK(r.status == SubmitStatus::rejected);
   CHECK(r.param == "voice");
-  r = engine.submit(speech("e", tts("", "serena", 0.0f, 1, 4)));
+  r = engine.submit(speech("e", testing::make_request("", "serena", 0.0f, 1, 4)));
   CHECK(r.status == SubmitStatus::rejected);
   CHECK(r.param == "input");
-  TtsRequest hot = tts("Hi there.", "serena", -1.0f, 1, 4);
+  TtsRequest hot = testing::make_request("Hi there.", "serena", -1.0f, 1, 4);
   r = engine.submit(speech("t", hot));
   CHECK(r.status == SubmitStatus::rejected);
   CHECK(r.param == "temperature");
-  r = engine.submit(speech("long", tts("Hi there.", "serena", 0.0f, 1, 1 << 30)));
+  r = engine.submit(speech("long", testing::make_request("Hi there.", "serena", 0.0f, 1, 1 << 30)));
   CHECK(r.status == SubmitStatus::rejected);
   CHECK(r.param == "max_new_tokens");
 
-  CHECK(engine.submit(speech("q1", tts("Hi there.", "serena", 0.0f, 1, 4))).ok());
-  r = engine.submit(speech("q1", tts("Hi there.", "serena", 0.0f, 1, 4)));
+  CHECK(engine.submit(speech("q1", testing::make_request("Hi there.", "serena", 0.0f, 1, 4))).ok());
+  r = engine.submit(speech("q1", testing::make_request("Hi there.", "serena", 0.0f, 1, 4)));
   CHECK(r.status == SubmitStatus::rejected);  // the same id twice
-  r = engine.submit(speech("q2", tts("Hi there.", "serena", 0.0f, 1, 4)));
+  r = engine.submit(speech("q2", testing::make_request("Hi there.", "serena", 0.0f, 1, 4)));
   CHECK(r.status == SubmitStatus::queue_full);
   CHECK(engine.stats().num_requests_queue_full == 1);
+}
+
+TEST_CASE("a speech request that names no frame limit gets what the KV pool leaves after its prompt") {
+  World w;
+  SpeechEngineConfig config;
+  const uint64_t per_block = KvCache::bytes_per_block(w.model->config().talker, config.block_size, config.kv_dtype);
+  config.kv_cache_bytes = per_block * 4;  // 64 positions
+  SpeechEngine engine(*w.model, w.codec, config);
+  engine.start();
+  TtsRequest r = testing::make_request("Go on.", "serena", 0.8f, 3, 1);
+  r.max_frames.reset();
+  r.ignore_eos = true;
+  const SubmitResult submitted = engine.submit(speech("cap", r));
+  REQUIRE_MESSAGE(submitted.ok(), submitted.message);
+  const Outcome got = collect(*submitted.stream);
+  CHECK(got.finish.reason == FinishReason::length);
+  const auto rows = static_cast<int64_t>(
+      std::get<TtsPrompt>(build_prompt(w.model->config(), *w.model->tokenizer(), r.prompt)).rows.size());
+  CHECK(got.finish.num_completion_tokens == 64 - rows);
 }
 
 TEST_CASE("stopping the speech engine ends every request in flight with abort") {
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
   engine.start();
-  TtsRequest r = tts("A long request that the shutdown interrupts.", "serena", 0.8f, 2, 3000);
-  r.ignore_eos = true;
-  const SubmitResult running = engine.submit(speech("s1", r));
+  const SubmitResult running = engine.submit(long_request("s1", "serena", 3000));
   REQUIRE(running.ok());
   REQUIRE(running.stream->wait(30s));  // it produced audio
   engine.stop();
   const Outcome got = collect(*running.stream);
   CHECK(got.finish.reason == FinishReason::abort);
-  CHECK(engine.submit(speech("s2", r)).status == SubmitStatus::shutting_down);
+  CHECK(engine.submit(long_request("s2", "serena", 10)).status == SubmitStatus::shutting_down);
 }
 
 }  // namespace

@@ -30,17 +30,6 @@ struct Tiny {
   }
 };
 
-TtsRequest request(const std::string& text, const std::string& voice, std::optional<float> temperature,
-                   uint64_t seed, int32_t max_frames) {
-  TtsRequest r;
-  r.prompt.text = text;
-  r.prompt.voice = voice;
-  r.temperature = temperature;
-  r.seed = seed;
-  r.max_frames = max_frames;
-  return r;
-}
-
 TtsGeneratorOptions parity_options() {
   TtsGeneratorOptions o;
   o.max_sequences = 4;
@@ -75,7 +64,7 @@ std::pair<std::vector<Codes>, std::vector<std::string>> run(const TtsModel& mode
 
 TEST_CASE("tts generator: frames of 16 codes in range, ending on length or EOS") {
   Tiny tiny;
-  const auto [codes, reasons] = run(*tiny.model, {request("hello", "anna", 0.0f, 1, 5)});
+  const auto [codes, reasons] = run(*tiny.model, {testing::make_request("hello", "anna", 0.0f, 1, 5)});
   REQUIRE(codes[0].size() >= 2);  // EOS is masked for the first two frames
   for (const auto& frame : codes[0]) {
     REQUIRE(frame.size() == 16);
@@ -93,9 +82,9 @@ TEST_CASE("tts generator: a sequence's codes do not depend on its batch (greedy 
     CAPTURE(wide);
     CAPTURE(fast);
     Tiny tiny(wide, fast);
-    const std::vector<TtsRequest> requests = {request("hello there", "anna", 0.0f, 1, 6),
-                                              request("hi", "eric", 0.9f, 42, 7),
-                                              request("a longer sentence", "anna", 1.0f, 7, 5)};
+    const std::vector<TtsRequest> requests = {testing::make_request("hello there", "anna", 0.0f, 1, 6),
+                                              testing::make_request("hi", "eric", 0.9f, 42, 7),
+                                              testing::make_request("a longer sentence", "anna", 1.0f, 7, 5)};
     const auto together = run(*tiny.model, requests);
     for (size_t i = 0; i < requests.size(); ++i) {
       CAPTURE(i);
@@ -112,8 +101,8 @@ TEST_CASE("tts generator: a sequence's codes do not depend on its batch (greedy 
 
 TEST_CASE("tts generator: sequences started mid-run equal runs alone") {
   Tiny tiny;
-  const TtsRequest first = request("hello there", "anna", 0.0f, 1, 6);
-  const TtsRequest second = request("late", "eric", 0.8f, 3, 4);
+  const TtsRequest first = testing::make_request("hello there", "anna", 0.0f, 1, 6);
+  const TtsRequest second = testing::make_request("late", "eric", 0.8f, 3, 4);
   TtsGenerator gen(*tiny.model, parity_options());
   const int64_t a = gen.start(first).id;
   Codes codes_a, codes_b;
@@ -137,7 +126,7 @@ TEST_CASE("tts generator: a request without max_frames gets the generator's defa
   TtsGeneratorOptions options = parity_options();
   options.default_max_frames = 3;
   TtsGenerator gen(*tiny.model, options);
-  TtsRequest r = request("hello there", "anna", 0.0f, 1, 0);
+  TtsRequest r = testing::make_request("hello there", "anna", 0.0f, 1, 0);
   r.max_frames.reset();
   r.repetition_penalty = 1.0f;
   REQUIRE(gen.start(r).ok());
@@ -159,19 +148,19 @@ TEST_CASE("tts generator: bad requests are refused naming the field; capacity is
   TtsGeneratorOptions options = parity_options();
   options.max_sequences = 1;
   TtsGenerator gen(*tiny.model, options);
-  auto r = request("hi", "anna", 0.0f, 1, 3);
+  auto r = testing::make_request("hi", "anna", 0.0f, 1, 3);
   r.top_p = 0.0f;
   CHECK(gen.start(r).param == "top_p");
-  r = request("hi", "anna", -1.0f, 1, 3);
+  r = testing::make_request("hi", "anna", -1.0f, 1, 3);
   CHECK(gen.start(r).param == "temperature");
-  r = request("hi", "anna", 0.0f, 1, 0);
+  r = testing::make_request("hi", "anna", 0.0f, 1, 0);
   CHECK(gen.start(r).param == "max_frames");
-  r = request("hi", "anna", 0.0f, 1, 100000);
+  r = testing::make_request("hi", "anna", 0.0f, 1, 100000);
   CHECK(gen.start(r).param == "max_frames");
-  r = request("hi", "zed", 0.0f, 1, 3);
+  r = testing::make_request("hi", "zed", 0.0f, 1, 3);
   CHECK(gen.start(r).param == "voice");
-  CHECK(gen.start(request("hi", "anna", 0.0f, 1, 3)).ok());
-  const TtsStarted full = gen.start(request("hi", "anna", 0.0f, 1, 3));
+  CHECK(gen.start(testing::make_request("hi", "anna", 0.0f, 1, 3)).ok());
+  const TtsStarted full = gen.start(testing::make_request("hi", "anna", 0.0f, 1, 3));
   CHECK_FALSE(full.ok());
   CHECK(full.error.find("full") != std::string::npos);
   CHECK(gen.num_running() == 1);

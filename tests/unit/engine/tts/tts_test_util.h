@@ -14,6 +14,7 @@
 
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tts/tts_config.h"
+#include "engine/tts/tts_generator.h"
 
 namespace sluice::engine::tts::testing {
 
@@ -129,6 +130,19 @@ inline void write_tiny_folder(const std::filesystem::path& dir, nlohmann::json c
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_hf_dir(dir);
   config["assistant_token_id"] = tok.token_id("assistant");
   write_file(dir / "config.json", config.dump());
+}
+
+// A request for `text` in `voice`, seeded, at most max_frames frames
+// (temperature 0: greedy).
+inline TtsRequest make_request(const std::string& text, const std::string& voice, std::optional<float> temperature,
+                               uint64_t seed, int32_t max_frames) {
+  TtsRequest r;
+  r.prompt.text = text;
+  r.prompt.voice = voice;
+  r.temperature = temperature;
+  r.seed = seed;
+  r.max_frames = max_frames;
+  return r;
 }
 
 }  // namespace sluice::engine::tts::testing
