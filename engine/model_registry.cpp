@@ -129,8 +129,9 @@ uint64_t safetensors_bytes(const std::filesystem::path& dir) {
 uint64_t num_elements(const loader::TensorSet& tensors) {
   uint64_t total = 0;
   for (const std::string& name : tensors.names()) {
+    const std::optional<loader::WeightView> view = tensors.find(name);  // named: the loop reads its shape
     uint64_t n = 1;
-    for (const int64_t d : tensors.find(name)->shape) n *= static_cast<uint64_t>(d);
+    for (const int64_t d : view->shape) n *= static_cast<uint64_t>(d);
     total += n;
   }
   return total;
