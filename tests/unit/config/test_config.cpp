@@ -473,7 +473,7 @@ TEST_CASE("config: engine keys are validated") {
 TEST_CASE("config: describe and environment warnings") {
   Config config;
   config.api_keys = {"secret-1", "secret-2"};
-  config.models.push_back({"models/a.gguf", "a", "cpu", 0, "none", {}});
+  config.models.push_back({"models/a.gguf", "a", "cpu", 0, "none", {}, {}});
   std::string text = sluice::config::describe(config);
   CHECK(contains(text, "port: 8080\n"));
   CHECK(contains(text, "api_keys: *** (2)"));
