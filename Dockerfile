@@ -38,7 +38,8 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS
 # --- runtime ----------------------------------------------------------------------
 FROM debian:12-slim
 
-# Only the shared libraries the daemon loads (spdlog, fmt, prometheus-cpp core).
+# Only the shared libraries the daemon loads (spdlog, fmt, prometheus-cpp core, and for
+# speech FFmpeg, libsonic and libsoxr): install-deps.sh lists them.
 COPY scripts/install-deps.sh /tmp/install-deps.sh
 RUN bash /tmp/install-deps.sh --runtime \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/install-deps.sh \

@@ -22,15 +22,17 @@ build_pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libspdlog-dev nlohmann-json3-dev doctest-dev libcli11-dev
   python3 python3-venv curl libpcre2-dev
-  libavcodec-dev libavformat-dev libavutil-dev
+  libavcodec-dev libavformat-dev libavutil-dev libsonic-dev libsoxr-dev
 )
 # The end-to-end tests check the metrics with a real Prometheus and promtool, and
 # the compose file with docker-compose. The fuzz targets (tests/fuzz/) need clang and
 # libFuzzer's runtime, which clang only recommends (and we install no recommends).
 # The audio tests decode what FFmpeg encodes with an independent reader, libsndfile.
 test_pkgs=(prometheus docker-compose clang libclang-rt-14-dev libsndfile1-dev)
-# Speech audio is encoded by FFmpeg's libraries (MP3 through LAME, Opus through libopus).
-runtime_pkgs=(libspdlog1.10 libfmt9 libpcre2-8-0 libavcodec59 libavformat59 libavutil57 ca-certificates)
+# Speech audio is encoded by FFmpeg's libraries (MP3 through LAME, Opus through libopus),
+# time-stretched by libsonic (speed without a pitch change) and resampled by libsoxr.
+runtime_pkgs=(libspdlog1.10 libfmt9 libpcre2-8-0 libavcodec59 libavformat59 libavutil57 libsonic0 libsoxr0
+  ca-certificates)
 
 missing() {  # prints the packages of "$@" that are not installed
   for p in "$@"; do

@@ -43,6 +43,17 @@ class PcmEncoder final : public AudioEncoder {
   std::string held_;  // bytes not yet released
 };
 
+// The FFmpeg codec and muxer of every format but pcm.
+const FfmpegAudioFormat& ffmpeg_format(std::string_view format) {
+  if (format == "mp3") return kMp3;
+  if (format == "opus") return kOpus;
+  if (format == "aac") return kAac;
+  if (format == "flac") return kFlac;
+  if (format == "wav") return kWav;
+  throw std::invalid_argument("unknown audio format '" + std::string(format) +
+                              "' (use mp3, opus, aac, flac, wav or pcm)");
+}
+
 }  // namespace
 
 bool is_audio_format(std::string_view format) {
@@ -50,15 +61,14 @@ bool is_audio_format(std::string_view format) {
          format == "pcm";
 }
 
+std::vector<int> audio_format_sample_rates(std::string_view format) {
+  if (format == "pcm") return {};
+  return ffmpeg_codec_sample_rates(ffmpeg_format(format));
+}
+
 std::unique_ptr<AudioEncoder> make_audio_encoder(std::string_view format, int sample_rate, AudioDelivery delivery) {
   if (format == "pcm") return std::make_unique<PcmEncoder>(delivery);
-  if (format == "mp3") return make_ffmpeg_audio_encoder(kMp3, sample_rate, delivery);
-  if (format == "opus") return make_ffmpeg_audio_encoder(kOpus, sample_rate, delivery);
-  if (format == "aac") return make_ffmpeg_audio_encoder(kAac, sample_rate, delivery);
-  if (format == "flac") return make_ffmpeg_audio_encoder(kFlac, sample_rate, delivery);
-  if (format == "wav") return make_ffmpeg_audio_encoder(kWav, sample_rate, delivery);
-  throw std::invalid_argument("unknown audio format '" + std::string(format) +
-                              "' (use mp3, opus, aac, flac, wav or pcm)");
+  return make_ffmpeg_audio_encoder(ffmpeg_format(format), sample_rate, delivery);
 }
 
 }  // namespace sluice::server

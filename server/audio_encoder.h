@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sluice::server {
 
@@ -43,6 +44,11 @@ enum class AudioDelivery {
 
 // Whether `format` is one of the response_format names above.
 bool is_audio_format(std::string_view format);
+
+// The sample rates the format's codec takes, ascending; empty when it takes any
+// (flac, wav, pcm). Opus takes 8/12/16/24/48 kHz only, MP3 and AAC the MPEG rates.
+// Throws std::invalid_argument for a format is_audio_format rejects.
+std::vector<int> audio_format_sample_rates(std::string_view format);
 
 // Throws std::invalid_argument for a format is_audio_format rejects, and
 // std::runtime_error when the codec library cannot open the encoder.

@@ -10,6 +10,7 @@ extern "C" {
 #include <libavutil/opt.h>
 }
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -247,6 +248,15 @@ class FfmpegAudioEncoder final : public AudioEncoder {
 };
 
 }  // namespace
+
+std::vector<int> ffmpeg_codec_sample_rates(const FfmpegAudioFormat& format) {
+  const AVCodec* codec = avcodec_find_encoder_by_name(format.codec);
+  if (codec == nullptr) throw std::runtime_error(std::string("FFmpeg has no encoder ") + format.codec);
+  std::vector<int> rates;
+  for (const int* rate = codec->supported_samplerates; rate != nullptr && *rate != 0; ++rate) rates.push_back(*rate);
+  std::sort(rates.begin(), rates.end());
+  return rates;
+}
 
 std::unique_ptr<AudioEncoder> make_ffmpeg_audio_encoder(const FfmpegAudioFormat& format, int sample_rate,
                                                         AudioDelivery delivery) {

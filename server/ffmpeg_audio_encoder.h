@@ -3,6 +3,7 @@
 // libavformat muxer that writes into memory.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "server/audio_encoder.h"
 
@@ -15,6 +16,9 @@ struct FfmpegAudioFormat {
   double frame_seconds;      // codec frame length to ask for; 0 keeps the codec's own
   const char* content_type;  // HTTP Content-Type
 };
+
+// The rates the codec lists, ascending; empty when it lists none (any rate).
+std::vector<int> ffmpeg_codec_sample_rates(const FfmpegAudioFormat& format);
 
 // Throws std::runtime_error naming the codec when FFmpeg cannot open it.
 std::unique_ptr<AudioEncoder> make_ffmpeg_audio_encoder(const FfmpegAudioFormat& format, int sample_rate,
