@@ -4,6 +4,7 @@
 // environment variables and command-line flags; see config_loader.h.
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct ModelConfig {
   int64_t context_length = 0;    // 0: the model's trained context length
   std::string quantize = "none"; // none | q8_0 | q4_0: F32/F16/BF16 matrices quantized at load
   GenerationConfig generation;   // over Config::generation_config, field by field
+  // Speech models: voice name a request may use -> checkpoint speaker, over the
+  // built-in OpenAI voice table (server/speech_voices.h). Names are lower-case.
+  std::map<std::string, std::string> voices;
 };
 
 struct Config {

@@ -3,7 +3,9 @@
 // SLUICE_MODEL. Every source replaces the whole list, and each finished list is
 // validated at once so that errors can still name the source they came from.
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <map>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -94,9 +96,30 @@ ModelConfig parse_text_entry(std::string_view item, std::size_t index, std::stri
   return model;
 }
 
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// {"alloy": "vivian", ...}: request voice names to checkpoint speakers. Whether the
+// speaker exists is checked when the checkpoint is loaded.
+std::map<std::string, std::string> parse_voices(const json& value, const std::string& key, std::string_view origin) {
+  if (!value.is_object()) fail_type(key, "an object {\"voice\": \"speaker\", ...}", value, origin);
+  std::map<std::string, std::string> voices;
+  for (const auto& [name, speaker] : value.items()) {
+    const std::string entry = key + "." + name;
+    if (name.empty()) fail(key, "voice names must not be empty", origin);
+    if (!speaker.is_string() || speaker.get<std::string>().empty()) fail_type(entry, "a speaker name", speaker, origin);
+    voices[lower(name)] = lower(speaker.get<std::string>());
+  }
+  return voices;
+}
+
 const std::vector<std::string>& entry_fields() {
-  static const std::vector<std::string> fields = {"path",     "name",      "backend", "context_length",
-                                                  "quantize", "generation"};
+  static const std::vector<std::string> fields = {"path",     "name",       "backend", "context_length",
+                                                  "quantize", "generation", "voices"};
   return fields;
 }
 
@@ -119,6 +142,10 @@ ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_v
     }
     if (field == "generation") {
       model.generation = parse_generation_config(value, key, origin);
+      continue;
+    }
+    if (field == "voices") {
+      model.voices = parse_voices(value, key, origin);
       continue;
     }
     std::string* target = field == "path"      ? &model.path
@@ -175,7 +202,8 @@ OptionSpec models_option() {
       if (!out.empty()) out += "; ";
       out += model.name + "=" + model.path + " (backend " + model.backend + ", context_length " +
              (model.context_length == 0 ? "from model" : std::to_string(model.context_length)) +
-             (model.quantize == "none" ? "" : ", quantize " + model.quantize) + ")";
+             (model.quantize == "none" ? "" : ", quantize " + model.quantize) +
+             (model.voices.empty() ? "" : ", " + std::to_string(model.voices.size()) + " voice(s) mapped") + ")";
     }
     return out;
   };

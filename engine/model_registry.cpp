@@ -11,6 +11,9 @@
 #include <utility>
 
 #include "backends/backend_factory.h"
+#include "engine/loader/json_file.h"
+#include "engine/loader/tensor_set.h"
+#include "engine/tts/tts_config.h"
 
 namespace sluice::engine {
 namespace {
@@ -99,6 +102,71 @@ std::string format_count(uint64_t count) {
   return buf;
 }
 
+// A folder is a speech model when its config.json says model_type qwen3_tts; any
+// other path goes on to be opened as GGUF (whose error then names it).
+bool is_tts_folder(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return false;
+  const std::filesystem::path config = path / "config.json";
+  if (!std::filesystem::is_regular_file(config, ec)) return false;
+  constexpr uint64_t kMaxConfigBytes = 1 << 20;
+  const nlohmann::json root = loader::detail::parse_json_file(config, kMaxConfigBytes);
+  return root.is_object() && root.value("model_type", std::string()) == "qwen3_tts";
+}
+
+// Bytes of the checkpoint's weights: the talker's and the codec's safetensors.
+uint64_t safetensors_bytes(const std::filesystem::path& dir) {
+  uint64_t total = 0;
+  for (const std::filesystem::path& folder : {dir, dir / "speech_tokenizer"}) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".safetensors") total += entry.file_size();
+    }
+  }
+  return total;
+}
+
+uint64_t num_elements(const loader::TensorSet& tensors) {
+  uint64_t total = 0;
+  for (const std::string& name : tensors.names()) {
+    const std::optional<loader::WeightView> view = tensors.find(name);  // named: the loop reads its shape
+    uint64_t n = 1;
+    for (const int64_t d : view->shape) n *= static_cast<uint64_t>(d);
+    total += n;
+  }
+  return total;
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A Qwen3-TTS checkpoint folder: its configs are read and checked here (the weights
+// are bound when its service loads). Its "context" is the talker's positions.
+LoadedModel register_speech_model(const config::ModelConfig& config, ModelInfo info) {
+  const std::filesystem::path dir(config.path);
+  const tts::TtsConfig tts = tts::read_tts_config(dir);
+  info.kind = "speech";
+  info.architecture = "qwen3_tts";
+  info.display_name = std::string("Qwen3-TTS ") + std::string(tts::tts_kind_name(tts.kind)) + " " + tts.model_size;
+  info.owned_by = "sluice";
+  info.trained_context_length = tts.talker.context_length;
+  info.context_length_set = false;  // a speech sequence is its prompt plus max_new_tokens frames
+  info.context_length = info.trained_context_length;
+  info.quantize = config.quantize;
+  const auto talker = loader::open_tensor_set(dir);
+  const auto codec = loader::open_tensor_set(dir / "speech_tokenizer");
+  info.num_parameters = num_elements(*talker) + num_elements(*codec);
+  info.file_type = config.quantize == "none" ? "safetensors" : config.quantize;
+  info.file_bytes = safetensors_bytes(dir);
+  info.created = unix_now();
+  spdlog::info("model '{}': {} {} ({} speakers), {} params, backend {}, {}", info.id, info.architecture,
+               tts::tts_kind_name(tts.kind), tts.speakers.size(), format_count(info.num_parameters), info.backend,
+               info.path);
+  return LoadedModel{std::move(info), nullptr};
+}
+
 }  // namespace
 
 std::string file_type_label(const GgufFile& file) {
@@ -136,6 +204,7 @@ LoadedModel register_model(const config::ModelConfig& config) {
     throw LoadError(config.path, "context_length " + std::to_string(config.context_length) +
                                      " is negative (0 means the trained context length)");
   }
+  if (is_tts_folder(config.path)) return register_speech_model(config, std::move(info));
 
   auto file = std::make_shared<const GgufFile>(GgufFile::open(config.path));
   info.architecture = check_architecture(*file);
@@ -169,9 +238,7 @@ LoadedModel register_model(const config::ModelConfig& config) {
     info.num_parameters += tensor.num_elements;
   }
   info.file_bytes = file->file_size();
-  info.created = std::chrono::duration_cast<std::chrono::seconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
+  info.created = unix_now();
 
   spdlog::info("model '{}': {} {}, {} params, context {} (trained {}), backend {}, {}", info.id,
                info.architecture, info.file_type, format_count(info.num_parameters),

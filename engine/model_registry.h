@@ -1,6 +1,7 @@
 #pragma once
 // The models this daemon serves: register_model() opens and validates one configured
-// GGUF file; ModelRegistry is the list that /v1/models and request routing read.
+// GGUF file or Qwen3-TTS checkpoint folder; ModelRegistry is the list that /v1/models
+// and request routing read.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -18,7 +19,9 @@ namespace sluice::engine {
 struct ModelInfo {
   std::string id;                  // served name: config name or the file name without .gguf
   std::string path;                // as configured
-  std::string architecture;        // general.architecture: llama | qwen3 | gemma3
+  std::string architecture;        // general.architecture: llama | qwen3 | gemma3; qwen3_tts
+  // What the model is for: "text" (completions, chat) or "speech" (/v1/audio/speech).
+  std::string kind = "text";
   std::string display_name;        // general.name, or ""
   std::string backend;             // resolved: "cpu" or "cuda:N"
   int64_t context_length = 0;      // served
@@ -34,12 +37,14 @@ struct ModelInfo {
 
 struct LoadedModel {
   ModelInfo info;
-  std::shared_ptr<const loader::GgufFile> file;  // keeps the mapping alive for the engine
+  std::shared_ptr<const loader::GgufFile> file;  // keeps the mapping alive for the engine; null for speech
+  bool is_speech() const { return info.kind == "speech"; }
 };
 
 inline constexpr std::string_view kSupportedArchitectures[] = {"llama", "qwen3", "gemma3"};
 
-// Opens config.path and checks that it is a model this build can serve. Throws
+// Opens config.path and checks that it is a model this build can serve: a GGUF file,
+// or a folder whose config.json is a Qwen3-TTS checkpoint (kind "speech"). Throws
 // loader::LoadError naming the file and what is wrong. Logs one line on success.
 LoadedModel register_model(const config::ModelConfig& config);
 

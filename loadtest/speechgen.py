@@ -61,6 +61,8 @@ def speech_body(args: argparse.Namespace, index: int) -> bytes:
         body["sample_rate"] = args.sample_rate
     if args.speed is not None:
         body["speed"] = args.speed
+    if args.ignore_eos:
+        body["ignore_eos"] = True
     return json.dumps(body).encode()
 
 
@@ -129,6 +131,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-new-tokens", type=loadgen.positive(int),
                    help="codec frames per request at most (80 ms each)")
     p.add_argument("--seed", type=int, help="sampling seed sent with every request")
+    p.add_argument("--ignore-eos", action="store_true",
+                   help="every request runs --max-new-tokens frames (sends \"ignore_eos\": true)")
     p.add_argument("--sample-rate", type=loadgen.positive(int),
                    help="ask for this output rate (default: the model's 24000)")
     p.add_argument("--speed", type=loadgen.positive(float), help="speech speed, 0.25..4")

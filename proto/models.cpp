@@ -15,6 +15,8 @@ nlohmann::ordered_json model_object(const engine::ModelInfo& model) {
       {"max_model_len", model.context_length},
       {"meta",
        {{"architecture", model.architecture},
+        // "text" (completions, chat) or "speech" (/v1/audio/speech).
+        {"kind", model.kind},
         {"name", model.display_name},
         {"file_type", model.file_type},
         {"num_parameters", model.num_parameters},

@@ -136,6 +136,8 @@ SpeechParse parse_speech_request(std::string_view body_text, const ParseOptions&
       e = fields::read_opt_int32(value, key, 8000, 48000, req.sample_rate);
     } else if (key == "initial_codec_chunk_frames") {
       e = fields::read_opt_int32(value, key, 1, 64, req.initial_codec_chunk_frames);
+    } else if (key == "ignore_eos") {
+      e = fields::read_bool(value, key, req.ignore_eos);
     } else if (parse.strict_fields) {
       e = fields::unknown_field(key);
     } else {

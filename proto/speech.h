@@ -3,7 +3,8 @@
 // 400 that names the offending field. OpenAI's fields (model, input, voice,
 // instructions, response_format, speed, stream_format) plus the extensions vLLM-Omni
 // names for Qwen3-TTS (language, max_new_tokens, seed, temperature, top_k, top_p,
-// repetition_penalty, sample_rate, initial_codec_chunk_frames, stream). Whether the
+// repetition_penalty, sample_rate, initial_codec_chunk_frames, stream) and vLLM's
+// ignore_eos (speech that runs max_new_tokens frames, for benchmarks). Whether the
 // voice or language exists is the model's check, not this one's.
 #include <cstdint>
 #include <optional>
@@ -44,6 +45,7 @@ struct SpeechRequest {
   std::optional<float> repetition_penalty;      // (0, 2]
   std::optional<int32_t> sample_rate;           // 8000..48000 Hz; absent: the model's
   std::optional<int32_t> initial_codec_chunk_frames;  // 1..64: frames in the first audio chunk
+  bool ignore_eos = false;                      // vLLM's name: never stop before max_new_tokens
   std::vector<std::string> ignored_fields;      // unknown keys when not strict
 };
 

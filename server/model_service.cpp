@@ -8,6 +8,7 @@
 
 #include "proto/template_kwargs.h"
 #include "server/model_prepare.h"
+#include "server/speech_service.h"
 
 namespace sluice::server {
 namespace {
@@ -120,9 +121,30 @@ void ModelService::stop() {
   if (engine_) engine_->stop();
 }
 
+ModelServices::ModelServices() = default;
+ModelServices::~ModelServices() = default;
+
 void ModelServices::add(std::unique_ptr<ModelService> service) {
   std::lock_guard lock(mutex_);
   services_.push_back(std::move(service));
+}
+
+void ModelServices::add(std::unique_ptr<SpeechService> service) {
+  std::lock_guard lock(mutex_);
+  speech_.push_back(std::move(service));
+}
+
+SpeechService* ModelServices::find_speech(std::string_view id) const {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(speech_.begin(), speech_.end(), [&](const auto& s) { return s->id() == id; });
+  return it == speech_.end() ? nullptr : it->get();
+}
+
+std::vector<SpeechService*> ModelServices::speech_services() const {
+  std::lock_guard lock(mutex_);
+  std::vector<SpeechService*> out;
+  for (const auto& service : speech_) out.push_back(service.get());
+  return out;
 }
 
 ModelService* ModelServices::find(std::string_view id) const {
@@ -140,6 +162,7 @@ ModelService* ModelServices::only() const {
 void ModelServices::refresh_metrics() const {
   std::lock_guard lock(mutex_);
   for (const auto& service : services_) service->refresh_metrics();
+  for (const auto& service : speech_) service->refresh_metrics();
 }
 
 std::vector<ModelHealth> ModelServices::health(double step_timeout_s) const {
@@ -148,12 +171,14 @@ std::vector<ModelHealth> ModelServices::health(double step_timeout_s) const {
   std::lock_guard lock(mutex_);
   std::vector<ModelHealth> out;
   for (const auto& service : services_) out.push_back({service->id(), service->engine().health(timeout)});
+  for (const auto& service : speech_) out.push_back({service->id(), service->health(timeout)});
   return out;
 }
 
 void ModelServices::stop_all() {
   std::lock_guard lock(mutex_);
   for (const auto& service : services_) service->stop();
+  for (const auto& service : speech_) service->stop();
 }
 
 }  // namespace sluice::server

@@ -83,16 +83,25 @@ class ModelService {
   std::unique_ptr<engine::Engine> engine_;  // declared last: stopped before the rest goes
 };
 
+class SpeechService;  // speech_service.h
+
+// The text models (ModelService) and the speech models (SpeechService) served.
 // Thread-safe: the loader thread adds while HTTP threads look up. Services are never
 // removed before stop_all(), so the pointers handed out stay valid until then.
 class ModelServices {
  public:
+  ModelServices();
+  ~ModelServices();
   void add(std::unique_ptr<ModelService> service);
-  ModelService* find(std::string_view id) const;
-  // The only model, for requests that may leave "model" out; null unless exactly one.
+  void add(std::unique_ptr<SpeechService> service);
+  ModelService* find(std::string_view id) const;          // text models only
+  SpeechService* find_speech(std::string_view id) const;  // speech models only
+  std::vector<SpeechService*> speech_services() const;    // in load order
+  // The only text model, for requests that may leave "model" out; null unless exactly one.
   ModelService* only() const;
   void refresh_metrics() const;
-  // Each model's engine health, in load order (step_timeout_s 0: no step is too long).
+  // Each model's engine health, text models then speech models, in load order
+  // (step_timeout_s 0: no step is too long).
   std::vector<ModelHealth> health(double step_timeout_s) const;
   void stop_all();
   // Set once every configured model is in: until then an unknown model may still
@@ -104,6 +113,7 @@ class ModelServices {
   std::atomic<bool> all_loaded_{false};
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<ModelService>> services_;  // guarded by mutex_
+  std::vector<std::unique_ptr<SpeechService>> speech_;   // guarded by mutex_
 };
 
 }  // namespace sluice::server

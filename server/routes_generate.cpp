@@ -17,8 +17,9 @@
 #include "proto/errors.h"
 #include "proto/responses.h"
 #include "proto/sse.h"
-#include "server/sse_writer.h"
+#include "server/chunked_writer.h"
 #include "server/stream_watch.h"
+#include "server/submit_error.h"
 
 namespace sluice::server {
 namespace {
@@ -75,20 +76,6 @@ void set_error(Response& response, const proto::ApiError& error) {
   response.result(static_cast<unsigned>(error.status));
   response.set(http::field::content_type, "application/json");
   response.body() = proto::error_body(error);
-}
-
-proto::ApiError submit_error(const engine::SubmitResult& result) {
-  switch (result.status) {
-    case engine::SubmitStatus::queue_full:
-      return {429, "The server is busy: " + result.message, "rate_limit_error", "", "queue_full"};
-    case engine::SubmitStatus::shutting_down:
-      return proto::not_ready("Shutting down");
-    default: {
-      proto::ApiError error = proto::invalid_request(result.message, result.param);
-      error.code = result.code;
-      return error;
-    }
-  }
 }
 
 std::vector<proto::TokenLogprob> to_wire(const tokenizer::Tokenizer& tok,
@@ -342,7 +329,7 @@ asio::awaitable<void> answer_whole(Exchange& ex, Job& job, StreamWatch& watch) {
 }
 
 asio::awaitable<void> answer_stream(Exchange& ex, Job& job, StreamWatch& watch) {
-  SseWriter writer(ex);
+  ChunkedWriter writer(ex, "text/event-stream");
   std::string opening;
   for (size_t i = 0; i < job.choices.size(); ++i) {
     const auto index = static_cast<int32_t>(i);
@@ -409,11 +396,14 @@ asio::awaitable<void> generate(Exchange& ex, Job& job, const proto::GenerationOp
   if (failure) std::rethrow_exception(failure);
 }
 
-// The model a request names, or the error: 503 while models are still loading,
-// 404 once they are all in.
+// The model a request names, or the error: 400 for a speech model, 503 while models
+// are still loading, 404 once they are all in.
 ModelService* find_model(Exchange& ex, const ModelServices& services, const std::string& name) {
   ModelService* model = services.find(name);
-  if (!model) {
+  if (!model && services.find_speech(name)) {
+    set_error(ex.response, proto::invalid_request("The model '" + name + "' is a speech model: use /v1/audio/speech.",
+                                                  "model"));
+  } else if (!model) {
     set_error(ex.response, services.all_loaded() ? proto::model_not_found(name)
                                                  : proto::not_ready("Models are still loading"));
   }

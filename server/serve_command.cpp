@@ -17,7 +17,9 @@
 #include "server/model_service.h"
 #include "server/routes.h"
 #include "server/routes_generate.h"
+#include "server/routes_speech.h"
 #include "server/service_state.h"
+#include "server/speech_service.h"
 
 namespace sluice::server {
 
@@ -38,6 +40,13 @@ void load_models(const config::Config& config, ServiceState& state, ModelService
   for (const auto& model : config.models) {
     try {
       engine::LoadedModel loaded = engine::register_model(model);
+      if (loaded.is_speech()) {
+        auto service = SpeechService::load(loaded, config, model, registry);
+        loaded.info.context_length = service->engine().max_model_len();
+        services.add(std::move(service));
+        state.models.add(std::move(loaded));
+        continue;
+      }
       auto service = ModelService::load(loaded, config, model, registry);
       // The engine may have shrunk the trained context to its KV cache: /v1/models
       // reports what is served.
@@ -53,8 +62,8 @@ void load_models(const config::Config& config, ServiceState& state, ModelService
   }
   services.mark_all_loaded();
   state.ready = true;
-  spdlog::info("ready: {} model(s) registered, serving /v1/completions and /v1/chat/completions",
-               state.models.size());
+  spdlog::info("ready: {} model(s) registered, serving /v1/completions and /v1/chat/completions{}",
+               state.models.size(), services.speech_services().empty() ? "" : " and /v1/audio/speech");
 }
 
 }  // namespace
@@ -75,6 +84,7 @@ int run_serve(const config::Config& config) {
   add_routes(router, state, exposition, services, config.health_step_timeout_s);
   add_generation_routes(router, services, config);
   add_tokenize_routes(router, services);
+  add_speech_routes(router, services, config);
   ApiKeyAuth auth(config.api_keys);
   Cors cors(config.cors_origins);
   Dispatcher dispatcher(router, auth, cors);

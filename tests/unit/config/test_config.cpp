@@ -357,6 +357,19 @@ TEST_CASE("config: models") {
     CHECK(contains(error_of({"--config", bad.path()}), "models[0].generation.max_tokens: must be"));
     CHECK(load({"--model", "a.gguf"}).default_max_tokens == 512);
   }
+  SUBCASE("voices: a speech model entry maps request voice names to speakers") {
+    TempFile file(R"({ "models": [{"path": "tts/", "name": "tts", "voices": {"Alloy": "Serena", "narrator": "ryan"}}] })");
+    const Config c = load({"--config", file.path()});
+    CHECK(c.models[0].voices.size() == 2);
+    CHECK(c.models[0].voices.at("alloy") == "serena");  // case-insensitive, like speakers
+    CHECK(c.models[0].voices.at("narrator") == "ryan");
+    TempFile not_object(R"({ "models": [{"path": "tts/", "voices": ["alloy"]}] })");
+    CHECK(contains(error_of({"--config", not_object.path()}), "config: models[0].voices: "));
+    TempFile empty_speaker(R"({ "models": [{"path": "tts/", "voices": {"alloy": ""}}] })");
+    CHECK(contains(error_of({"--config", empty_speaker.path()}), "config: models[0].voices.alloy: "));
+    TempFile typo(R"({ "models": [{"path": "tts/", "voice": {}}] })");
+    CHECK(contains(error_of({"--config", typo.path()}), "did you mean \"voices\"?"));
+  }
   SUBCASE("--context-length fills every model entry that sets none") {
     const Config flags = load({"--model", "a.gguf", "--model", "b=c.gguf", "--context-length", "512"});
     CHECK(flags.context_length == 512);
@@ -460,7 +473,7 @@ TEST_CASE("config: engine keys are validated") {
 TEST_CASE("config: describe and environment warnings") {
   Config config;
   config.api_keys = {"secret-1", "secret-2"};
-  config.models.push_back({"models/a.gguf", "a", "cpu", 0, "none", {}});
+  config.models.push_back({"models/a.gguf", "a", "cpu", 0, "none", {}, {}});
   std::string text = sluice::config::describe(config);
   CHECK(contains(text, "port: 8080\n"));
   CHECK(contains(text, "api_keys: *** (2)"));

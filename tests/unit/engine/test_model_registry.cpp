@@ -239,6 +239,28 @@ TEST_CASE("registry: the committed tiny-llama fixture registers") {
   CHECK(file.find_tensor("output.weight") == nullptr);  // tied embeddings
 }
 
+TEST_CASE("registry: a Qwen3-TTS checkpoint folder registers as a speech model") {
+  QuietLogs quiet;
+  config::ModelConfig config;
+  config.path = std::string(SLUICE_FIXTURES_DIR) + "/qwen3_tts/custom_voice_small";
+  config.name = "tts";
+  const LoadedModel model = register_model(config);
+  CHECK(model.is_speech());
+  CHECK(model.file == nullptr);
+  CHECK(model.info.kind == "speech");
+  CHECK(model.info.architecture == "qwen3_tts");
+  CHECK(model.info.display_name == "Qwen3-TTS custom_voice 0b6");
+  CHECK(model.info.context_length == 32768);  // the talker's positions
+  // Every element of the talker's and the codec's safetensors (counted from their headers).
+  CHECK(model.info.num_parameters == 204560 + 224042);
+  CHECK(model.info.file_bytes > model.info.num_parameters);
+
+  // A folder that is not a checkpoint is still read as GGUF, whose error names it.
+  config.path = std::string(SLUICE_FIXTURES_DIR) + "/qwen3_tts";
+  CHECK_THROWS_AS(register_model(config), LoadError);
+  CHECK_FALSE(register_model({.path = std::string(SLUICE_FIXTURES_DIR) + "/tiny-llama.gguf"}).is_speech());
+}
+
 TEST_CASE("registry: the default SmolLM2 model registers when present") {
   const std::filesystem::path path = std::filesystem::path(SLUICE_FIXTURES_DIR) /
                                      "../../models/SmolLM2-135M-Instruct.Q4_1.gguf";

@@ -47,7 +47,7 @@ TEST_CASE("speech request: OpenAI's defaults and every field read") {
   full.update(Json{{"instructions", "Calm."}, {"response_format", "pcm"}, {"speed", 0.25}, {"stream_format", "sse"},
                    {"language", "english"}, {"max_new_tokens", 100}, {"seed", -1}, {"temperature", 0},
                    {"top_k", 50}, {"top_p", 0.9}, {"repetition_penalty", 1.05}, {"sample_rate", 16000},
-                   {"initial_codec_chunk_frames", 1}});
+                   {"initial_codec_chunk_frames", 1}, {"ignore_eos", true}});
   r = ok(full);
   CHECK(r.instructions == "Calm.");
   CHECK(r.response_format == AudioFormat::pcm);
@@ -62,6 +62,8 @@ TEST_CASE("speech request: OpenAI's defaults and every field read") {
   CHECK(*r.repetition_penalty == doctest::Approx(1.05));
   CHECK(*r.sample_rate == 16000);
   CHECK(*r.initial_codec_chunk_frames == 1);
+  CHECK(r.ignore_eos);
+  CHECK_FALSE(ok(base()).ignore_eos);
   for (const char* format : {"mp3", "opus", "aac", "flac", "wav", "pcm"})
     CHECK(audio_format_name(ok(with(base(), "response_format", format)).response_format) == format);
 }
@@ -113,6 +115,7 @@ TEST_CASE("speech request: every bad field is a 400 naming it") {
   CHECK(err(with(base(), "initial_codec_chunk_frames", 0)) == "initial_codec_chunk_frames");
   CHECK(err(with(base(), "instructions", std::string(4097, 'a'))) == "instructions");
   CHECK(err(with(base(), "language", 5)) == "language");
+  CHECK(err(with(base(), "ignore_eos", "yes")) == "ignore_eos");
 }
 
 TEST_CASE("speech request: unknown keys are ignored and listed, or refused when strict") {

@@ -195,7 +195,7 @@ TEST_CASE("a handler that sends its own response: headers decorated, nothing lef
   f.router.add(http::verb::get, "/stream", [](Exchange& ex) -> asio::awaitable<void> {
     REQUIRE(ex.decorate);
     ex.response.result(http::status::ok);
-    ex.decorate(ex.response);  // as SseWriter does before writing the header
+    ex.decorate(ex.response);  // as ChunkedWriter does before writing the header
     ex.response_sent = true;
     ex.keep_alive_after = true;
     ex.bytes_sent = 42;

@@ -1,4 +1,4 @@
-#include "server/sse_writer.h"
+#include "server/chunked_writer.h"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/serializer.hpp>
@@ -16,16 +16,16 @@ std::chrono::milliseconds write_deadline(const ClientLink& link) {
 
 }  // namespace
 
-asio::awaitable<bool> SseWriter::begin() {
+asio::awaitable<bool> ChunkedWriter::begin() {
   ClientLink& link = *ex_.connection;
   Response& header = ex_.response;
   header.result(http::status::ok);
-  header.set(http::field::content_type, "text/event-stream");
+  header.set(http::field::content_type, content_type_);
   header.set(http::field::cache_control, "no-cache");
-  header.set("X-Accel-Buffering", "no");  // proxies must not hold events back
+  header.set("X-Accel-Buffering", "no");  // proxies must not hold the stream back
   header.body().clear();
   if (is_close_delimited()) {
-    // HTTP/1.0 has no chunked coding: the body is the events up to the close.
+    // HTTP/1.0 has no chunked coding: the body is the bytes up to the close.
     header.keep_alive(false);
     header.set(http::field::connection, "close");
   } else {
@@ -44,7 +44,7 @@ asio::awaitable<bool> SseWriter::begin() {
   co_return !ec;
 }
 
-asio::awaitable<bool> SseWriter::write(const std::string& bytes) {
+asio::awaitable<bool> ChunkedWriter::write(const std::string& bytes) {
   if (is_broken_) co_return false;
   ClientLink& link = *ex_.connection;
   link.stream.expires_after(write_deadline(link));
@@ -54,27 +54,27 @@ asio::awaitable<bool> SseWriter::write(const std::string& bytes) {
   co_return !ec;
 }
 
-bool SseWriter::is_close_delimited() const { return ex_.request.version() < 11; }
+bool ChunkedWriter::is_close_delimited() const { return ex_.request.version() < 11; }
 
-asio::awaitable<bool> SseWriter::send(const std::string& events) {
-  if (events.empty()) co_return !is_broken_;
+asio::awaitable<bool> ChunkedWriter::send(const std::string& bytes) {
+  if (bytes.empty()) co_return !is_broken_;
   if (is_close_delimited()) {
-    bool ok = co_await write(events);
-    if (ok) ex_.bytes_sent += events.size();
+    bool ok = co_await write(bytes);
+    if (ok) ex_.bytes_sent += bytes.size();
     co_return ok;
   }
   // Chunked transfer coding: hex size, CRLF, data, CRLF.
   char size[24];
-  const int len = std::snprintf(size, sizeof size, "%zx\r\n", events.size());
+  const int len = std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
   std::string frame;
-  frame.reserve(static_cast<size_t>(len) + events.size() + 2);
-  frame.append(size, static_cast<size_t>(len)).append(events).append("\r\n");
+  frame.reserve(static_cast<size_t>(len) + bytes.size() + 2);
+  frame.append(size, static_cast<size_t>(len)).append(bytes).append("\r\n");
   bool ok = co_await write(frame);
-  if (ok) ex_.bytes_sent += events.size();
+  if (ok) ex_.bytes_sent += bytes.size();
   co_return ok;
 }
 
-asio::awaitable<void> SseWriter::end() {
+asio::awaitable<void> ChunkedWriter::end() {
   // Close-delimited: the session closes the connection (keep_alive_after stays
   // false), and the close ends the body.
   if (is_close_delimited()) co_return;
