@@ -27,10 +27,12 @@ struct SpeechCodecWorker::Job {
   size_t pending_frames(size_t groups) const { return pending.size() / groups; }
 };
 
-SpeechCodecWorker::SpeechCodecWorker(CodecDecoder& codec, int64_t max_decode_frames, SpeechObserver* observer)
+SpeechCodecWorker::SpeechCodecWorker(CodecDecoder& codec, int64_t max_decode_frames, SpeechObserver* observer,
+                                     ComputeTurns& turns)
     : codec_(codec),
       max_decode_frames_(std::max<int64_t>(1, max_decode_frames)),
       observer_(observer),
+      turns_(turns),
       groups_(static_cast<size_t>(codec.config().num_quantizers)),
       seconds_per_frame_(static_cast<double>(codec.config().samples_per_frame) /
                          static_cast<double>(codec.config().output_sample_rate)) {}
@@ -106,32 +108,43 @@ size_t SpeechCodecWorker::num_jobs() const {
   return jobs_.size();
 }
 
-// A job is ready when it can finish, or has a chunk's worth of frames (any frames
-// once ended). A request still waiting for its first audio goes first: time to
-// first audio is what a listener notices, and its first chunk is small.
-SpeechCodecWorker::Job* SpeechCodecWorker::next_ready() {
-  const size_t n = order_.size();
-  Job* ready = nullptr;
-  size_t ready_at = 0;
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = (cursor_ + k) % n;
-    Job& job = *jobs_.at(order_[i]);
-    if (job.busy) continue;
-    const bool first = job.frames_sent == 0;
-    const auto target = static_cast<size_t>(first ? job.first_chunk_frames : job.chunk_frames);
-    if (!job.ended && job.pending_frames(groups_) < target) continue;
-    if (first && !job.ended) {
-      ready = &job;
-      ready_at = i;
-      break;
-    }
-    if (ready == nullptr) {
-      ready = &job;
-      ready_at = i;
+// What one pass decodes for one job.
+struct SpeechCodecWorker::Work {
+  Job* job = nullptr;
+  std::vector<int32_t> codes;
+  size_t frames = 0;
+  bool delivered = false;
+  std::string failure;
+};
+
+// Under mutex_: finishes every job that is done, then takes every job that has a
+// chunk's worth of frames (any frames once ended), those still waiting for their
+// first audio first: time to first audio is what a listener notices.
+std::vector<SpeechCodecWorker::Work> SpeechCodecWorker::take_ready() {
+  const std::vector<std::string> ids = order_;
+  for (const std::string& id : ids) {
+    Job& job = *jobs_.at(id);
+    if (!job.busy && job.ended && (job.drop || job.pending.empty())) finish_job(job);
+  }
+  std::vector<Work> out;
+  for (const bool first_audio : {true, false}) {
+    for (const std::string& id : order_) {
+      Job& job = *jobs_.at(id);
+      if (job.busy || (job.frames_sent == 0) != first_audio) continue;
+      const size_t pending = job.pending_frames(groups_);
+      const auto target = static_cast<size_t>(first_audio ? job.first_chunk_frames : job.chunk_frames);
+      if (pending == 0 || (!job.ended && pending < target)) continue;
+      Work w;
+      w.job = &job;
+      w.frames = std::min(pending, static_cast<size_t>(max_decode_frames_));
+      const auto end = job.pending.begin() + static_cast<std::ptrdiff_t>(w.frames * groups_);
+      w.codes.assign(job.pending.begin(), end);
+      job.pending.erase(job.pending.begin(), end);
+      job.busy = true;
+      out.push_back(std::move(w));
     }
   }
-  if (ready != nullptr) cursor_ = (ready_at + 1) % n;
-  return ready;
+  return out;
 }
 
 void SpeechCodecWorker::finish_job(Job& job) {
@@ -142,58 +155,56 @@ void SpeechCodecWorker::finish_job(Job& job) {
   job.stream->push_finish(std::move(job.finish));
   order_.erase(std::find(order_.begin(), order_.end(), job.id));
   jobs_.erase(job.id);  // job is gone from here on
-  cursor_ = 0;
 }
 
+// Outside the lock, within the pass's turn: decodes and hands the audio out at once.
+void SpeechCodecWorker::decode(Work& w) {
+  Job& job = *w.job;
+  AudioDelta delta;
+  delta.num_frames = static_cast<int64_t>(w.frames);
+  try {
+    if (!job.codec) job.codec.emplace(codec_.start());
+    job.codec->decode(w.codes, delta.pcm);
+  } catch (const std::exception& e) {
+    w.failure = e.what();
+    spdlog::error("speech request {}: decoding failed: {}", job.id, w.failure);
+    job.stream->cancel();
+    return;
+  }
+  const bool first = job.frames_sent == 0;  // only this thread writes frames_sent
+  w.delivered = job.stream->push_delta(std::move(delta));
+  if (!w.delivered) job.stream->cancel();  // the client stopped reading: the engine aborts it
+  if (w.delivered && first && observer_)
+    observer_->on_first_audio(std::chrono::duration<double>(Clock::now() - job.arrival).count());
+}
+
+// One pass at a time: every ready job decoded once within one compute turn, so a
+// step of N new frames is followed by one pass over the N voices.
 void SpeechCodecWorker::loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    Job* job = next_ready();
-    if (job == nullptr) {
+    std::vector<Work> work = take_ready();
+    if (work.empty()) {
       if (stopping_ && jobs_.empty()) return;
       cv_.wait(lock);
       continue;
     }
-    const size_t pending = job->pending_frames(groups_);
-    if (job->ended && (job->drop || pending == 0)) {
-      finish_job(*job);
-      continue;
-    }
-    const size_t n = std::min(pending, static_cast<size_t>(max_decode_frames_));
-    std::vector<int32_t> codes(job->pending.begin(), job->pending.begin() + static_cast<std::ptrdiff_t>(n * groups_));
-    job->pending.erase(job->pending.begin(), job->pending.begin() + static_cast<std::ptrdiff_t>(n * groups_));
-    job->busy = true;
     lock.unlock();
-
-    AudioDelta delta;
-    delta.num_frames = static_cast<int64_t>(n);
-    std::string failure;
-    try {
-      if (!job->codec) job->codec.emplace(codec_.start());
-      job->codec->decode(codes, delta.pcm);
-    } catch (const std::exception& e) {
-      failure = e.what();
+    {
+      ComputeTurns::Turn turn(turns_);
+      for (Work& w : work) decode(w);
     }
-    const bool first = job->frames_sent == 0;
-    bool delivered = false;
-    if (failure.empty()) {
-      delivered = job->stream->push_delta(std::move(delta));
-      if (!delivered) job->stream->cancel();  // the client stopped reading: the engine aborts it
-    } else {
-      spdlog::error("speech request {}: decoding failed: {}", job->id, failure);
-      job->stream->cancel();
-    }
-    if (delivered && first && observer_)
-      observer_->on_first_audio(std::chrono::duration<double>(Clock::now() - job->arrival).count());
-
     lock.lock();
-    job->busy = false;
-    if (delivered) job->frames_sent += static_cast<int64_t>(n);
-    if (!failure.empty()) {
-      job->finish.reason = FinishReason::error;
-      job->finish.error = "decoding the audio failed: " + failure;
-      job->drop = true;
-      job->pending.clear();
+    for (Work& w : work) {
+      Job& job = *w.job;
+      job.busy = false;
+      if (w.delivered) job.frames_sent += static_cast<int64_t>(w.frames);
+      if (!w.failure.empty()) {
+        job.finish.reason = FinishReason::error;
+        job.finish.error = "decoding the audio failed: " + w.failure;
+        job.drop = true;
+        job.pending.clear();
+      }
     }
   }
 }

@@ -8,8 +8,9 @@
 // Chunking, per request: the first first_chunk_frames frames go out alone (time to
 // first audio), then chunk_frames at a time; frames that piled up while the worker
 // was busy go in one call (up to max_decode_frames), which costs less per frame.
-// Requests are served round-robin, one decode call each, so a long utterance never
-// holds up another voice; one still waiting for its first audio goes first. Streaming is exact (codec_decoder.h): the audio equals
+// The worker runs in passes: each decodes every request that has a chunk ready,
+// once, those still waiting for their first audio first, so a long utterance never
+// holds up another voice. Streaming is exact (codec_decoder.h): the audio equals
 // decoding every frame at once, whatever the chunking.
 //
 // A full RequestStream (a client not reading) cancels the request: the engine then
@@ -27,6 +28,7 @@
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/tts/codec_decoder.h"
+#include "engine/tts/compute_turns.h"
 
 namespace sluice::engine::tts {
 
@@ -34,7 +36,8 @@ class SpeechObserver;
 
 class SpeechCodecWorker {
  public:
-  SpeechCodecWorker(CodecDecoder& codec, int64_t max_decode_frames, SpeechObserver* observer);
+  // Each decode call takes a turn of `turns` (shared with the engine's steps).
+  SpeechCodecWorker(CodecDecoder& codec, int64_t max_decode_frames, SpeechObserver* observer, ComputeTurns& turns);
   ~SpeechCodecWorker();  // stop()
 
   void start();
@@ -53,21 +56,23 @@ class SpeechCodecWorker {
 
  private:
   struct Job;
+  struct Work;
   void loop();
-  Job* next_ready();  // first audio first, then round-robin; under mutex_
-  void finish_job(Job& job);
+  std::vector<Work> take_ready();  // under mutex_
+  void finish_job(Job& job);       // under mutex_
+  void decode(Work& work);
 
   CodecDecoder& codec_;
   const int64_t max_decode_frames_;
   SpeechObserver* observer_;
+  ComputeTurns& turns_;
   const size_t groups_;
   const double seconds_per_frame_;
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::unordered_map<std::string, std::unique_ptr<Job>> jobs_;  // guarded by mutex_
-  std::vector<std::string> order_;                              // round-robin order, guarded
-  size_t cursor_ = 0;
+  std::vector<std::string> order_;                              // arrival order, guarded
   bool stopping_ = false;
   bool started_ = false;
   std::thread thread_;

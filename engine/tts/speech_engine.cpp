@@ -77,7 +77,9 @@ SpeechEngine::SpeechEngine(const TtsModel& model, CodecDecoder& codec, SpeechEng
   sc.max_model_len = max_model_len_;
   sc.kv = BlockPoolConfig{num_blocks_, config_.block_size, /*enable_prefix_caching=*/false};
   scheduler_ = std::make_unique<Scheduler>(sc);
-  codec_worker_ = std::make_unique<SpeechCodecWorker>(codec_, config_.max_decode_frames, speech_observer_);
+  turns_ = std::make_unique<ComputeTurns>(backend.device() == backends::DeviceKind::cpu &&
+                                          codec_.backend().device() == backends::DeviceKind::cpu);
+  codec_worker_ = std::make_unique<SpeechCodecWorker>(codec_, config_.max_decode_frames, speech_observer_, *turns_);
   stats_.num_kv_blocks = num_blocks_;
   stats_.block_size = config_.block_size;
   stats_.kv_cache_bytes = bytes_per_block * static_cast<uint64_t>(num_blocks_);
@@ -219,6 +221,7 @@ void SpeechEngine::loop() {
       }
       if (!step.empty()) {
         try {
+          ComputeTurns::Turn turn(*turns_);
           run_step(step);
         } catch (const std::exception& e) {
           fail_step(step, e.what());

@@ -13,8 +13,9 @@
 //                   all that piled up while it was busy, up to 50) and pushes
 //                   AudioDelta events, then the request's ChoiceFinish.
 //
-// The codec runs on its own backend (its own compute threads), so decoding never
-// holds up a talker step and a long utterance never holds up another voice.
+// The codec runs on its own backend and thread, so a long utterance never holds up
+// another voice and, on a GPU, decoding overlaps the steps. On the CPU the two take
+// turns on the cores (compute_turns.h): their pools would stall each other.
 //
 // A sequence's "tokens" are its prompt rows (placeholders: the rows themselves live
 // in the engine's per-request state) followed by its codebook-0 ids; the scheduler
@@ -51,6 +52,7 @@
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "engine/tts/codec_decoder.h"
+#include "engine/tts/compute_turns.h"
 #include "engine/tts/tts_generator.h"
 #include "engine/tts/tts_model.h"
 
@@ -147,6 +149,7 @@ class SpeechEngine {
   std::unordered_map<std::string, std::unique_ptr<Active>> active_;
   TalkerStep talker_step_;
   std::vector<float> logits_;
+  std::unique_ptr<ComputeTurns> turns_;  // the steps' and the codec's turns on the CPU
   std::unique_ptr<SpeechCodecWorker> codec_worker_;
 
   // --- shared, guarded by inbox_mutex_ ---
