@@ -258,7 +258,9 @@ TEST_CASE("registry: a Qwen3-TTS checkpoint folder registers as a speech model")
   // A folder that is not a checkpoint is still read as GGUF, whose error names it.
   config.path = std::string(SLUICE_FIXTURES_DIR) + "/qwen3_tts";
   CHECK_THROWS_AS(register_model(config), LoadError);
-  CHECK_FALSE(register_model({.path = std::string(SLUICE_FIXTURES_DIR) + "/tiny-llama.gguf"}).is_speech());
+  config::ModelConfig gguf;
+  gguf.path = std::string(SLUICE_FIXTURES_DIR) + "/tiny-llama.gguf";
+  CHECK_FALSE(register_model(gguf).is_speech());
 }
 
 TEST_CASE("registry: the default SmolLM2 model registers when present") {
