@@ -13,6 +13,7 @@ import base64
 import http.client
 import io
 import json
+import signal
 import socket
 import threading
 import time
@@ -289,3 +290,26 @@ def test_voice_design_takes_instructions_and_openai_names_only(start_daemon):
     assert_openai_error(raw, param="voice")
     status, _, voices = get_json(daemon, "/v1/audio/voices")
     assert voices["data"][0]["speakers"] == [] and voices["data"][0]["default"] is None
+
+
+def test_sigterm_lets_a_speech_stream_finish_its_audio(start_daemon):
+    # Graceful drain: a stream in flight at SIGTERM runs to its last frame, then the
+    # daemon exits 0. The signal follows the first chunk (a frame or two), so it lands
+    # mid-stream; 200 frames take the tiny model well under a second when idle.
+    frames = 200
+    daemon = start_daemon("--model", f"tts={TTS_FIXTURE}", "--shutdown-grace-s", "60", model=None)
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)
+    conn.request("POST", "/v1/audio/speech", json.dumps(
+        {"model": "tts", "input": "Keep talking.", "voice": "ryan", "response_format": "pcm",
+         "stream_format": "audio", "seed": 3, "max_new_tokens": frames, "ignore_eos": True}),
+        {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    assert response.status == 200
+    first = response.read1(65536)
+    assert first
+    daemon.signal(signal.SIGTERM)
+    rest = response.read()
+    conn.close()
+    assert len(first) + len(rest) == frames * SAMPLES_PER_FRAME * 2
+    assert daemon.wait_exit(timeout=60) == 0
+    assert "all connections drained" in daemon.log
