@@ -383,6 +383,8 @@ void Engine::loop_steps() {
       continue;
     }
     try {
+      std::optional<ComputeTurns::Turn> turn;
+      if (config_.compute_turns != nullptr) turn.emplace(*config_.compute_turns);
       run_step(step);
     } catch (const std::exception& e) {
       fail_step(step, e.what());

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "backends/dtype.h"
+#include "engine/compute_turns.h"
 #include "engine/engine_stats.h"
 #include "engine/model_runner.h"
 #include "engine/models/model.h"
@@ -59,6 +60,9 @@ struct EngineConfig {
   size_t stream_capacity = 4096;           // deltas a stream buffers before the request is aborted
   int32_t max_n = kMaxChoices;             // choices per request
   int32_t max_logprobs = 20;
+  // Shared by the process's CPU engines: each step takes a turn (compute_turns.h).
+  // Null: steps run whenever they are ready (a GPU, or the only engine).
+  ComputeTurns* compute_turns = nullptr;
 };
 
 enum class SubmitStatus { accepted, queue_full, rejected, shutting_down };

@@ -66,7 +66,8 @@ engine::GenerationDefaults resolve_generation_defaults(const engine::GenerationD
 std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& loaded,
                                                  const config::Config& config,
                                                  const config::ModelConfig& entry,
-                                                 prometheus::Registry& registry) {
+                                                 prometheus::Registry& registry,
+                                                 engine::ComputeTurns* cpu_turns) {
   const engine::ModelInfo& info = loaded.info;
   std::unique_ptr<ModelService> service(new ModelService());
   service->id_ = info.id;
@@ -87,8 +88,10 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
     service->max_piece_bytes_ =
         std::max({service->max_piece_bytes_, tok.token_to_piece(id).size(), tok.token_text(id).size()});
   service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);
-  service->engine_ = std::make_unique<engine::Engine>(
-      *service->model_, tok, engine_config(info, config), service->metrics_.get());
+  engine::EngineConfig engine_settings = engine_config(info, config);
+  if (service->backend_->device() == backends::DeviceKind::cpu) engine_settings.compute_turns = cpu_turns;
+  service->engine_ = std::make_unique<engine::Engine>(*service->model_, tok, std::move(engine_settings),
+                                                      service->metrics_.get());
   service->engine_->start();
   spdlog::info("model {}: engine started ({} KV blocks of {} tokens, max_model_len {})", info.id,
                service->engine_->num_kv_blocks(), config.block_size,

@@ -34,10 +34,13 @@ class ModelService {
   // Loads the weights, builds the tokenizer, compiles and validates the chat template
   // (a template that cannot be rendered fails the load) and starts the engine. Throws
   // std::exception with a message naming the model and what is wrong.
+  // A CPU model's engine takes its steps in turns of `cpu_turns` (shared by the
+  // process's CPU engines; null: none).
   static std::unique_ptr<ModelService> load(const engine::LoadedModel& loaded,
                                             const config::Config& config,
                                             const config::ModelConfig& entry,
-                                            prometheus::Registry& registry);
+                                            prometheus::Registry& registry,
+                                            engine::ComputeTurns* cpu_turns = nullptr);
   ~ModelService();  // stop()
 
   const std::string& id() const { return id_; }

@@ -36,18 +36,19 @@ namespace {
 // Registers every configured model and starts its engine; on failure asks the
 // server to shut down.
 void load_models(const config::Config& config, ServiceState& state, ModelServices& services,
-                 prometheus::Registry& registry, HttpServer& server, std::atomic<int>& exit_code) {
+                 prometheus::Registry& registry, HttpServer& server, std::atomic<int>& exit_code,
+                 engine::ComputeTurns& cpu_turns) {
   for (const auto& model : config.models) {
     try {
       engine::LoadedModel loaded = engine::register_model(model);
       if (loaded.is_speech()) {
-        auto service = SpeechService::load(loaded, config, model, registry);
+        auto service = SpeechService::load(loaded, config, model, registry, &cpu_turns);
         loaded.info.context_length = service->engine().max_model_len();
         services.add(std::move(service));
         state.models.add(std::move(loaded));
         continue;
       }
-      auto service = ModelService::load(loaded, config, model, registry);
+      auto service = ModelService::load(loaded, config, model, registry, &cpu_turns);
       // The engine may have shrunk the trained context to its KV cache: /v1/models
       // reports what is served.
       loaded.info.context_length = service->engine().max_model_len();
@@ -78,6 +79,9 @@ int run_serve(const config::Config& config) {
   HttpMetrics http_metrics(registry);
   MetricsExposition exposition(registry);
   ServiceState state;
+  // Every CPU engine's steps take turns on the cores (engine/compute_turns.h); it
+  // outlives the engines, which `services` owns.
+  engine::ComputeTurns cpu_turns(true);
   ModelServices services;  // engines: stopped explicitly once HTTP has drained
 
   Router router;
@@ -101,7 +105,7 @@ int run_serve(const config::Config& config) {
 
   server.on_grace_over([&services] { services.stop_all(); });
   std::atomic<int> exit_code{0};
-  std::thread loader([&] { load_models(config, state, services, registry, server, exit_code); });
+  std::thread loader([&] { load_models(config, state, services, registry, server, exit_code, cpu_turns); });
   server.run();
   loader.join();
   // After the drain: requests still running (past the grace period) finish as "abort".

@@ -30,7 +30,7 @@ engine::tts::SpeechEngineConfig speech_engine_config(const std::string& model_id
 
 std::unique_ptr<SpeechService> SpeechService::load(const engine::LoadedModel& loaded, const config::Config& config,
                                                    const config::ModelConfig& entry,
-                                                   prometheus::Registry& registry) {
+                                                   prometheus::Registry& registry, engine::ComputeTurns* cpu_turns) {
   namespace tts = engine::tts;
   const engine::ModelInfo& info = loaded.info;
   const std::filesystem::path dir(info.path);
@@ -55,9 +55,12 @@ std::unique_ptr<SpeechService> SpeechService::load(const engine::LoadedModel& lo
 
   service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);
   service->speech_metrics_ = std::make_unique<SpeechMetrics>(registry, info.id);
-  service->engine_ = std::make_unique<tts::SpeechEngine>(*service->model_, *service->codec_,
-                                                         speech_engine_config(info.id, config), service->metrics_.get(),
-                                                         service->speech_metrics_.get());
+  tts::SpeechEngineConfig engine_settings = speech_engine_config(info.id, config);
+  if (service->talker_backend_->device() == backends::DeviceKind::cpu &&
+      service->codec_backend_->device() == backends::DeviceKind::cpu)
+    engine_settings.compute_turns = cpu_turns;
+  service->engine_ = std::make_unique<tts::SpeechEngine>(*service->model_, *service->codec_, std::move(engine_settings),
+                                                         service->metrics_.get(), service->speech_metrics_.get());
   service->engine_->start();
   spdlog::info("model {}: speech engine started on {} ({} kernels; codec on its own {} backend), {} KV blocks, "
                "voices: {}",

@@ -36,8 +36,11 @@ class SpeechService {
   // Loads the checkpoint folder (quantized at load when the entry's quantize says
   // so), checks the entry's voice mapping against its speakers and starts the
   // engine. Throws std::exception naming the model and what is wrong.
+  // On the CPU, the engine's steps and codec passes take turns of `cpu_turns` (shared
+  // by the process's CPU engines; null: the engine's own).
   static std::unique_ptr<SpeechService> load(const engine::LoadedModel& loaded, const config::Config& config,
-                                             const config::ModelConfig& entry, prometheus::Registry& registry);
+                                             const config::ModelConfig& entry, prometheus::Registry& registry,
+                                             engine::ComputeTurns* cpu_turns = nullptr);
   ~SpeechService();  // stop()
 
   const std::string& id() const { return id_; }

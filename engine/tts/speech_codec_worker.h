@@ -28,7 +28,7 @@
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/tts/codec_decoder.h"
-#include "engine/tts/compute_turns.h"
+#include "engine/compute_turns.h"
 
 namespace sluice::engine::tts {
 

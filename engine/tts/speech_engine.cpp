@@ -77,8 +77,12 @@ SpeechEngine::SpeechEngine(const TtsModel& model, CodecDecoder& codec, SpeechEng
   sc.max_model_len = max_model_len_;
   sc.kv = BlockPoolConfig{num_blocks_, config_.block_size, /*enable_prefix_caching=*/false};
   scheduler_ = std::make_unique<Scheduler>(sc);
-  turns_ = std::make_unique<ComputeTurns>(backend.device() == backends::DeviceKind::cpu &&
-                                          codec_.backend().device() == backends::DeviceKind::cpu);
+  turns_ = config_.compute_turns;
+  if (turns_ == nullptr) {
+    own_turns_ = std::make_unique<ComputeTurns>(backend.device() == backends::DeviceKind::cpu &&
+                                                codec_.backend().device() == backends::DeviceKind::cpu);
+    turns_ = own_turns_.get();
+  }
   codec_worker_ = std::make_unique<SpeechCodecWorker>(codec_, config_.max_decode_frames, speech_observer_, *turns_);
   stats_.num_kv_blocks = num_blocks_;
   stats_.block_size = config_.block_size;

@@ -52,7 +52,7 @@
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "engine/tts/codec_decoder.h"
-#include "engine/tts/compute_turns.h"
+#include "engine/compute_turns.h"
 #include "engine/tts/tts_generator.h"
 #include "engine/tts/tts_model.h"
 
@@ -73,6 +73,9 @@ struct SpeechEngineConfig {
   backends::DType kv_dtype = backends::DType::F16;
   int32_t default_max_frames = 2047;     // frames of a request that names none (capped by the checkpoint)
   int64_t max_decode_frames = 50;        // frames the codec worker decodes in one call at most
+  // Shared with the process's other CPU engines (compute_turns.h); null: the engine
+  // keeps its own when the talker and the codec are both on the CPU.
+  ComputeTurns* compute_turns = nullptr;
 };
 
 struct SpeechRequest {
@@ -149,7 +152,8 @@ class SpeechEngine {
   std::unordered_map<std::string, std::unique_ptr<Active>> active_;
   TalkerStep talker_step_;
   std::vector<float> logits_;
-  std::unique_ptr<ComputeTurns> turns_;  // the steps' and the codec's turns on the CPU
+  std::unique_ptr<ComputeTurns> own_turns_;  // when the config shares none
+  ComputeTurns* turns_ = nullptr;            // the steps' and the codec's turns on the CPU
   std::unique_ptr<SpeechCodecWorker> codec_worker_;
 
   // --- shared, guarded by inbox_mutex_ ---
