@@ -382,7 +382,8 @@ void SpeechEngine::run_step(ScheduledStep& step) {
                         codes);
   }
 
-  std::vector<SequencePtr> done = scheduler_->update(step, sampled);
+  // Finishes on max frames ("length") are read back from each sequence below.
+  scheduler_->update(step, sampled);
   size_t next = 0;
   int64_t num_frames = 0;
   for (size_t s = 0; s < sampling.size(); ++s) {
@@ -401,7 +402,6 @@ void SpeechEngine::run_step(ScheduledStep& step) {
     codec_worker_->add_frame(a.id, std::span<const int32_t>(&*begin, static_cast<size_t>(groups)));
     if (a.seq->is_finished()) finish_request(a.id, a.seq->finish_reason(), "");
   }
-  (void)done;  // every finish above is read from the sequence itself
   if (speech_observer_ && num_frames > 0) speech_observer_->on_speech_step(num_frames);
 }
 
