@@ -48,6 +48,8 @@ struct Config {
   double shutdown_grace_s = 30;  // SIGTERM: in-flight requests get this long to finish
   bool strict_request_fields = false;  // unknown body fields: 400 instead of ignored
   bool allow_priority = false;         // honour "priority"; off: any client could jump the queue
+  int tokenizer_threads = 0;           // threads that tokenize and render templates; 0: half the cores, 2..8
+  int tokenizer_queue_size = 64;       // requests tokenizing or waiting to; more get 429
 
   // Access control
   std::vector<std::string> api_keys;      // empty: no authentication

@@ -258,6 +258,10 @@ std::vector<OptionSpec> build_table() {
                               "Refuse unknown request body fields with 400 (default: ignore them)"));
   table.push_back(bool_option("allow_priority", &Config::allow_priority, requests,
                               "Honour the \"priority\" field (-1000..1000, lower first); off: it is ignored"));
+  table.push_back(integer_option("tokenizer_threads", &Config::tokenizer_threads, 0, 256, "UINT", requests,
+                                 "Threads that tokenize prompts and render chat templates (0: half the cores, 2..8)"));
+  table.push_back(integer_option("tokenizer_queue_size", &Config::tokenizer_queue_size, 1, 1 << 20, "UINT",
+                                 requests, "Requests tokenizing or waiting to at once; more get 429"));
   table.push_back(list_option("api_keys", &Config::api_keys, check_api_key, true, "KEY,...", access,
                               "Accepted bearer API keys (none: no authentication)"));
   table.push_back(list_option("cors_origins", &Config::cors_origins, check_origin, false,

@@ -144,6 +144,15 @@ Error read_ignored_openai_field(const std::string& key, const Json& v, ChatReque
 Error read_template_kwargs(const Json& v, Json& out) {
   if (v.is_null()) return std::nullopt;
   if (!v.is_object()) return fields::type_error("chat_template_kwargs", "an object", v);
+  // The conversation reaches the template only through the validated request fields:
+  // a variable of the same name would replace it unchecked.
+  for (const char* reserved : {"messages", "tools"}) {
+    if (v.contains(reserved)) {
+      return invalid_request(std::string("'chat_template_kwargs' must not set '") + reserved +
+                                 "': send it as the request's own field.",
+                             "chat_template_kwargs");
+    }
+  }
   out = v;
   return std::nullopt;
 }

@@ -242,6 +242,12 @@ Error read_stop(const Json& v, const std::string& param, std::vector<std::string
   }
   for (const auto& s : stops) {
     if (s.empty()) return invalid_request("'" + param + "' sequences must not be empty.", param);
+    if (s.size() > kMaxStopStringBytes) {
+      return invalid_request("'" + param + "' sequences may be at most " +
+                                 std::to_string(kMaxStopStringBytes) + " bytes long, got " +
+                                 std::to_string(s.size()) + ".",
+                             param);
+    }
   }
   out = std::move(stops);
   return std::nullopt;

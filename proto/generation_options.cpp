@@ -13,7 +13,6 @@ using fields::Json;
 namespace {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
 
 Error read_stream_options(const Json& v, GenerationOptions& options, const ParseOptions& parse) {
   if (v.is_null()) return std::nullopt;
@@ -47,9 +46,9 @@ Error read_stop_token_ids(const Json& v, std::vector<int32_t>& out) {
 }
 
 Error read_priority(const Json& v, GenerationOptions& options, const ParseOptions& parse) {
-  int32_t priority = 0;
   if (!parse.allow_priority) {
-    if (auto e = fields::read_int32(v, "priority", kInt32Min, kInt32Max, priority)) return e;
+    // Accepted and ignored: any number, whatever its range (the README's promise).
+    if (!v.is_null() && !v.is_number()) return fields::type_error("priority", "an integer", v);
     if (!v.is_null()) options.ignored_fields.push_back("priority");
     return std::nullopt;
   }

@@ -82,11 +82,7 @@ std::unique_ptr<ModelService> ModelService::load(const engine::LoadedModel& load
   spdlog::info("model {}: generation defaults for fields a request leaves out: {}", info.id,
                service->generation_defaults_.empty() ? "none" : service->generation_defaults_.describe());
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
-  // The longest text a token can stand for bounds how many tokens a text can
-  // need: a prompt too long for the context is refused before tokenizing.
-  for (int32_t id = 0; id < tok.vocab_size(); ++id)
-    service->max_piece_bytes_ =
-        std::max({service->max_piece_bytes_, tok.token_to_piece(id).size(), tok.token_text(id).size()});
+  service->token_bound_ = std::make_unique<tokenizer::TokenCountBound>(tok);
   service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);
   engine::EngineConfig engine_settings = engine_config(info, config);
   if (service->backend_->device() == backends::DeviceKind::cpu) engine_settings.compute_turns = cpu_turns;

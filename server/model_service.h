@@ -22,6 +22,7 @@
 #include "engine/generation_defaults.h"
 #include "engine/model_registry.h"
 #include "engine/models/model.h"
+#include "engine/tokenizer/token_count_bound.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "proto/chat.h"
 #include "server/engine_metrics.h"
@@ -57,12 +58,9 @@ class ModelService {
   std::string render_chat(const std::vector<proto::ChatMessage>& messages, bool add_generation_prompt,
                           const nlohmann::json& template_kwargs = nlohmann::json::object()) const;
 
-  // A lower bound on the tokens of any text of `num_bytes` bytes: no token's text is
-  // longer than the longest piece of the vocabulary. Lets a request whose text is
-  // certain to overflow the context be refused before it is tokenized.
-  int64_t min_tokens_of_text(size_t num_bytes) const {
-    return static_cast<int64_t>(num_bytes / (max_piece_bytes_ + 1));
-  }
+  // A lower bound on the tokens of a text: lets a request whose text is certain to
+  // overflow the context be refused before it is tokenized.
+  const tokenizer::TokenCountBound& token_bound() const { return *token_bound_; }
   int64_t max_model_len() const { return engine_->max_model_len(); }
 
   // Updates the engine's gauges and counters before /metrics renders.
@@ -81,7 +79,7 @@ class ModelService {
   std::optional<chat::ChatTemplate> chat_template_;
   chat::RenderOptions render_options_;
   engine::GenerationDefaults generation_defaults_;
-  size_t max_piece_bytes_ = 1;  // the longest token text or piece of the vocabulary
+  std::unique_ptr<tokenizer::TokenCountBound> token_bound_;
   std::unique_ptr<EngineMetrics> metrics_;
   std::unique_ptr<engine::Engine> engine_;  // declared last: stopped before the rest goes
 };

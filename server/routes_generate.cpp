@@ -429,13 +429,12 @@ void log_ignored(const Exchange& ex, const proto::GenerationOptions& options) {
     spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
 }
 
-// Tokenizing (and rendering a chat template) costs time on this I/O thread in
-// proportion to the text: a text whose bytes alone prove it cannot fit the context
-// is refused before any of that work.
-std::optional<proto::ApiError> check_text_fits(const ModelService& model, size_t num_bytes,
+// Tokenizing (and rendering a chat template) costs CPU time in proportion to the
+// text: a text whose bytes alone prove it cannot fit the context is refused before
+// any of that work (`min_tokens` from the model's TokenCountBound).
+std::optional<proto::ApiError> check_text_fits(const ModelService& model, int64_t min_tokens, size_t num_bytes,
                                                const std::string& param) {
   const int64_t max_model_len = model.max_model_len();
-  const int64_t min_tokens = model.min_tokens_of_text(num_bytes);
   if (min_tokens < max_model_len) return std::nullopt;
   proto::ApiError error = proto::invalid_request(
       "This model's maximum context length is " + std::to_string(max_model_len) + " tokens. However, your " +
@@ -447,7 +446,7 @@ std::optional<proto::ApiError> check_text_fits(const ModelService& model, size_t
 }
 
 asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& services,
-                                         const config::Config& config) {
+                                         const config::Config& config, PrepPool& prep) {
   auto parsed = proto::parse_completion_request(ex.request.body(), parse_options(config));
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
     set_error(ex.response, *error);
@@ -477,23 +476,35 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
   if (!job.model) co_return;
   const tokenizer::Tokenizer& tok = job.model->tokenizer();
   const bool add_special = request.add_special_tokens.value_or(true);
-  std::vector<PreparedPrompt> prompts;
-  prompts.reserve(request.prompts.size());
   for (const proto::Prompt& prompt : request.prompts) {
-    PreparedPrompt prepared;
-    if (const auto* text = std::get_if<std::string>(&prompt)) {
-      if (auto error = check_text_fits(*job.model, text->size(), "prompt")) {
-        set_error(ex.response, *error);
-        co_return;
-      }
-      prepared.tokens = tok.encode(*text, add_special, /*parse_special=*/true);
-      if (request.echo) prepared.echo = *text;
-    } else {
-      prepared.tokens = std::get<std::vector<int32_t>>(prompt);
-      if (request.echo) prepared.echo = tok.decode(prepared.tokens, /*skip_special=*/false);
+    const auto* text = std::get_if<std::string>(&prompt);
+    if (!text) continue;
+    if (auto error = check_text_fits(*job.model, job.model->token_bound().min_tokens(*text), text->size(), "prompt")) {
+      set_error(ex.response, *error);
+      co_return;
     }
-    prompts.push_back(std::move(prepared));
   }
+  auto tokenized = co_await prep.run([&] {
+    std::vector<PreparedPrompt> prompts;
+    prompts.reserve(request.prompts.size());
+    for (const proto::Prompt& prompt : request.prompts) {
+      PreparedPrompt prepared;
+      if (const auto* text = std::get_if<std::string>(&prompt)) {
+        prepared.tokens = tok.encode(*text, add_special, /*parse_special=*/true);
+        if (request.echo) prepared.echo = *text;
+      } else {
+        prepared.tokens = std::get<std::vector<int32_t>>(prompt);
+        if (request.echo) prepared.echo = tok.decode(prepared.tokens, /*skip_special=*/false);
+      }
+      prompts.push_back(std::move(prepared));
+    }
+    return prompts;
+  });
+  if (!tokenized) {
+    set_error(ex.response, prep_pool_full(prep));
+    co_return;
+  }
+  std::vector<PreparedPrompt> prompts = std::move(*tokenized);
   job.api = Api::completions;
   job.header = {proto::new_completion_id(), proto::unix_now(), request.model};
   job.include_usage = request.include_usage;
@@ -501,7 +512,8 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
   co_await generate(ex, job, request, std::move(prompts), config);
 }
 
-asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, const config::Config& config) {
+asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, const config::Config& config,
+                                  PrepPool& prep) {
   auto parsed = proto::parse_chat_request(ex.request.body(), parse_options(config));
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
     set_error(ex.response, *error);
@@ -524,22 +536,31 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
   }
   size_t num_content_bytes = 0;  // the rendered prompt holds at least the contents
   for (const proto::ChatMessage& message : request.messages) num_content_bytes += message.content.size();
-  if (auto error = check_text_fits(*job.model, num_content_bytes, "messages")) {
+  const int64_t min_tokens = job.model->token_bound().min_tokens_of_bytes(num_content_bytes);
+  if (auto error = check_text_fits(*job.model, min_tokens, num_content_bytes, "messages")) {
     set_error(ex.response, *error);
     co_return;
   }
-  std::string text;
+  std::optional<std::vector<int32_t>> tokens;
   try {
-    text = job.model->render_chat(request.messages, /*add_generation_prompt=*/true, request.chat_template_kwargs);
+    tokens = co_await prep.run([&] {
+      const std::string text =
+          job.model->render_chat(request.messages, /*add_generation_prompt=*/true, request.chat_template_kwargs);
+      // The template writes the special tokens itself (vLLM's default: no BOS added).
+      return job.model->tokenizer().encode(text, request.add_special_tokens.value_or(false),
+                                           /*parse_special=*/true);
+    });
   } catch (const chat::TemplateError& e) {
     set_error(ex.response, proto::invalid_request(std::string("The chat template rejected the messages: ") +
                                                       e.what(), "messages"));
     co_return;
   }
+  if (!tokens) {
+    set_error(ex.response, prep_pool_full(prep));
+    co_return;
+  }
   std::vector<PreparedPrompt> prompts(1);
-  // The template writes the special tokens itself (vLLM's default: no BOS added).
-  prompts[0].tokens = job.model->tokenizer().encode(text, request.add_special_tokens.value_or(false),
-                                                    /*parse_special=*/true);
+  prompts[0].tokens = std::move(*tokens);
   job.api = Api::chat;
   job.header = {proto::new_chat_completion_id(), proto::unix_now(), request.model};
   job.want_logprobs = request.sampling.logprobs.has_value();
@@ -551,12 +572,13 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
 
 }  // namespace
 
-void add_generation_routes(Router& router, const ModelServices& services, const config::Config& config) {
-  router.add(http::verb::post, "/v1/completions", [&services, &config](Exchange& ex) {
-    return handle_completions(ex, services, config);
+void add_generation_routes(Router& router, const ModelServices& services, const config::Config& config,
+                           PrepPool& prep) {
+  router.add(http::verb::post, "/v1/completions", [&services, &config, &prep](Exchange& ex) {
+    return handle_completions(ex, services, config, prep);
   });
-  router.add(http::verb::post, "/v1/chat/completions", [&services, &config](Exchange& ex) {
-    return handle_chat(ex, services, config);
+  router.add(http::verb::post, "/v1/chat/completions", [&services, &config, &prep](Exchange& ex) {
+    return handle_chat(ex, services, config, prep);
   });
 }
 

@@ -1,5 +1,5 @@
 // vLLM's /tokenize and /detokenize: the model's own tokenizer (and chat template for
-// "messages") on demand, no engine involved.
+// "messages") on demand, no engine involved; the work runs on the PrepPool.
 #include <string>
 #include <variant>
 
@@ -39,35 +39,57 @@ ModelService* pick_model(Response& response, const ModelServices& services,
   return model;
 }
 
-void tokenize(Exchange& ex, const ModelServices& services) {
+// Bounded like the generation routes: a text that cannot fit the context is
+// refused before tokenizing, and the tokenizing runs on the PrepPool.
+asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, PrepPool& prep) {
   auto parsed = proto::parse_tokenize_request(ex.request.body());
-  if (auto* error = std::get_if<proto::ApiError>(&parsed)) return set_error(ex.response, *error);
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) co_return set_error(ex.response, *error);
   auto& request = std::get<proto::TokenizeRequest>(parsed);
   ModelService* model = pick_model(ex.response, services, request.model);
-  if (!model) return;
-  const tokenizer::Tokenizer& tok = model->tokenizer();
-  std::string text;
-  if (request.is_chat()) {
-    if (!model->has_chat_template()) {
-      return set_error(ex.response, proto::invalid_request("The model has no chat template.", "messages"));
-    }
-    try {
-      text = model->render_chat(request.messages, request.add_generation_prompt);
-    } catch (const chat::TemplateError& e) {
-      return set_error(ex.response, proto::invalid_request(
-                                        std::string("The chat template rejected the messages: ") + e.what(),
-                                        "messages"));
-    }
-  } else {
-    text = *request.prompt;
+  if (!model) co_return;
+  if (request.is_chat() && !model->has_chat_template()) {
+    co_return set_error(ex.response, proto::invalid_request("The model has no chat template.", "messages"));
   }
-  std::vector<int32_t> tokens = tok.encode(text, request.add_special_tokens, /*parse_special=*/true);
+  const int64_t max_model_len = model->max_model_len();
+  const std::string param = request.is_chat() ? "messages" : "prompt";
+  size_t num_bytes = 0;
+  int64_t min_tokens = 0;
+  if (request.is_chat()) {
+    for (const proto::ChatMessage& message : request.messages) num_bytes += message.content.size();
+    min_tokens = model->token_bound().min_tokens_of_bytes(num_bytes);
+  } else {
+    num_bytes = request.prompt->size();
+    min_tokens = model->token_bound().min_tokens(*request.prompt);
+  }
+  if (min_tokens > max_model_len) {
+    proto::ApiError error = proto::invalid_request(
+        "This model's maximum context length is " + std::to_string(max_model_len) + " tokens. However, your " +
+            param + " is " + std::to_string(num_bytes) + " bytes long, at least " + std::to_string(min_tokens) +
+            " tokens. Please reduce the length of the " + param + ".",
+        param);
+    error.code = "context_length_exceeded";
+    co_return set_error(ex.response, error);
+  }
+  const tokenizer::Tokenizer& tok = model->tokenizer();
+  std::optional<std::vector<int32_t>> tokens;
+  try {
+    tokens = co_await prep.run([&] {
+      const std::string text = request.is_chat() ? model->render_chat(request.messages, request.add_generation_prompt)
+                                                 : *request.prompt;
+      return tok.encode(text, request.add_special_tokens, /*parse_special=*/true);
+    });
+  } catch (const chat::TemplateError& e) {
+    co_return set_error(ex.response, proto::invalid_request(
+                                         std::string("The chat template rejected the messages: ") + e.what(),
+                                         "messages"));
+  }
+  if (!tokens) co_return set_error(ex.response, prep_pool_full(prep));
   std::vector<std::string> strs;
   if (request.return_token_strs) {
-    for (int32_t id : tokens) strs.push_back(tok.token_text(id));
+    for (int32_t id : *tokens) strs.push_back(tok.token_text(id));
   }
-  const auto max_model_len = static_cast<int32_t>(model->engine().max_model_len());
-  set_body(ex.response, proto::tokenize_response(tokens, max_model_len, request.return_token_strs ? &strs : nullptr));
+  set_body(ex.response, proto::tokenize_response(*tokens, static_cast<int32_t>(max_model_len),
+                                                 request.return_token_strs ? &strs : nullptr));
 }
 
 void detokenize(Exchange& ex, const ModelServices& services) {
@@ -90,11 +112,9 @@ void detokenize(Exchange& ex, const ModelServices& services) {
 
 }  // namespace
 
-void add_tokenize_routes(Router& router, const ModelServices& services) {
-  router.add(http::verb::post, "/tokenize", [&services](Exchange& ex) -> asio::awaitable<void> {
-    tokenize(ex, services);
-    co_return;
-  });
+void add_tokenize_routes(Router& router, const ModelServices& services, PrepPool& prep) {
+  router.add(http::verb::post, "/tokenize",
+             [&services, &prep](Exchange& ex) -> asio::awaitable<void> { return tokenize(ex, services, prep); });
   router.add(http::verb::post, "/detokenize", [&services](Exchange& ex) -> asio::awaitable<void> {
     detokenize(ex, services);
     co_return;

@@ -84,10 +84,12 @@ int run_serve(const config::Config& config) {
   engine::ComputeTurns cpu_turns(true);
   ModelServices services;  // engines: stopped explicitly once HTTP has drained
 
+  // Tokenizing and chat templates run here, never on an I/O thread.
+  PrepPool prep(prep_threads(config.tokenizer_threads), config.tokenizer_queue_size, &registry);
   Router router;
   add_routes(router, state, exposition, services, config.health_step_timeout_s);
-  add_generation_routes(router, services, config);
-  add_tokenize_routes(router, services);
+  add_generation_routes(router, services, config, prep);
+  add_tokenize_routes(router, services, prep);
   add_speech_routes(router, services, config);
   ApiKeyAuth auth(config.api_keys);
   Cors cors(config.cors_origins);
@@ -107,6 +109,7 @@ int run_serve(const config::Config& config) {
   std::atomic<int> exit_code{0};
   std::thread loader([&] { load_models(config, state, services, registry, server, exit_code, cpu_turns); });
   server.run();
+  prep.join();  // before the I/O threads' objects go: no job may resume a session after
   loader.join();
   // After the drain: requests still running (past the grace period) finish as "abort".
   services.stop_all();
