@@ -112,3 +112,34 @@ TEST_CASE("chunk data does not count as held-back bytes") {
   CHECK(feed.put(data.substr(50000) + "\r\n0\r\n\r\n", ParseGoal::message, 64) == beast::error_code{});
   CHECK(feed.parser.get().body().size() == data.size());
 }
+
+TEST_CASE("a header sent in pieces counts whole against the limit") {
+  // Beast takes each complete field as it comes and holds back only the rest, so a
+  // header sent in unaligned pieces never had more than a piece pending.
+  const std::size_t limit = 16 * 1024;
+  Feed feed(limit);
+  std::string header = "GET /health HTTP/1.1\r\nHost: t\r\n";
+  for (int i = 0; header.size() < 20 * limit; ++i) header += "X-F" + std::to_string(i) + ": " + std::string(90, 'h') + "\r\n";
+  header += "\r\n";
+  beast::error_code ec = http::error::need_more;
+  std::size_t sent = 0;
+  const std::size_t piece = 4001;  // not aligned with the fields
+  while (sent < header.size() && ec == http::error::need_more) {
+    ec = feed.put(header.substr(sent, piece), ParseGoal::header, limit);
+    sent += piece;
+  }
+  CHECK(ec == http::error::header_limit);
+  CHECK(sent <= limit + piece);  // refused as soon as it passed the limit
+  CHECK_FALSE(feed.parser.is_header_done());
+}
+
+TEST_CASE("a header whose last piece completes it past the limit is refused") {
+  const std::size_t limit = 4096;
+  Feed feed(limit);
+  std::string fields;
+  for (int i = 0; i < 60; ++i) fields += "X-F" + std::to_string(i) + ": " + std::string(90, 'h') + "\r\n";
+  REQUIRE(feed.put("GET /health HTTP/1.1\r\n" + fields.substr(0, 3000), ParseGoal::header, limit) ==
+          http::error::need_more);
+  // The rest arrives at once: in it, no field is pending after the parser's pass.
+  CHECK(feed.put(fields.substr(3000) + "\r\n", ParseGoal::header, limit) == http::error::header_limit);
+}
