@@ -103,7 +103,7 @@ def test_grace_period_bounds_a_stuck_request(start_daemon):
 
 def test_sigterm_while_loading_stops_loading_and_exits(start_daemon):
     # Many models to load: SIGTERM after the first must not wait for the rest.
-    count = 200
+    count = 400
     models = []
     for i in range(count):
         models += ["--model", f"m{i}={TINY_MODEL}"]
