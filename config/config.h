@@ -37,10 +37,13 @@ struct Config {
   uint16_t port = 8080;
   int http_threads = 0;  // 0: one per core, at least 2
   int max_connections = 1024;
+  int max_connections_per_address = 0;  // regular slots one client IP may hold; 0: no cap
+  int probe_connections = 16;           // beyond max_connections, for one /health, /ready or /metrics request
 
   // Requests
   uint64_t max_body_bytes = 8u << 20;
   uint32_t max_header_bytes = 16u << 10;
+  uint64_t max_speech_body_bytes = 32u << 20;  // a whole (non-streamed) speech response
   double header_timeout_s = 10;  // from accept (kept-alive: a request's first byte) to its last header byte
   double body_timeout_s = 60;    // to receive the whole body
   double idle_timeout_s = 60;    // keep-alive connection with no request in progress

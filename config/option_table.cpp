@@ -239,11 +239,19 @@ std::vector<OptionSpec> build_table() {
                                  "HTTP I/O threads (0: one per core, at least 2)"));
   table.push_back(integer_option("max_connections", &Config::max_connections, 1, 1'000'000, "UINT",
                                  listener, "Most client connections open at once"));
+  table.push_back(integer_option("max_connections_per_address", &Config::max_connections_per_address, 0,
+                                 1'000'000, "UINT", listener,
+                                 "Most connections one client IP address may hold (0: no cap)"));
+  table.push_back(integer_option("probe_connections", &Config::probe_connections, 0, 1024, "UINT", listener,
+                                 "Connections beyond the caps kept for one /health, /ready or /metrics request"));
   table.push_back(integer_option("max_body_bytes", &Config::max_body_bytes, 1, int64_t{1} << 34,
                                  "BYTES", requests, "Largest request body accepted"));
   table.push_back(integer_option("max_header_bytes", &Config::max_header_bytes, 1024,
                                  int64_t{1} << 20, "BYTES", requests,
                                  "Largest request header block accepted"));
+  table.push_back(integer_option("max_speech_body_bytes", &Config::max_speech_body_bytes, 1024,
+                                 int64_t{1} << 34, "BYTES", requests,
+                                 "Largest whole (non-streamed) /v1/audio/speech response; longer audio must be streamed"));
   table.push_back(seconds_option("header_timeout_s", &Config::header_timeout_s, 0, true, requests,
                                  "From accept (or, on a kept-alive connection, a request's first byte) to its last header byte"));
   table.push_back(seconds_option("body_timeout_s", &Config::body_timeout_s, 0, true, requests,

@@ -251,8 +251,10 @@ SubmitResult Engine::submit_all(std::vector<GenerationRequest> requests,
     std::lock_guard lock(inbox_mutex_);
     if (stopping_) {
       streams.clear();
+      // A dead engine says why, with a code the routes tell apart from a shutdown.
       return {SubmitStatus::shutting_down, nullptr,
-              dead_reason_.empty() ? "the server is shutting down" : dead_reason_, "", ""};
+              dead_reason_.empty() ? "the server is shutting down" : dead_reason_, "",
+              dead_reason_.empty() ? "" : "engine_dead"};
     }
     for (size_t i = 0; i < requests.size(); ++i) {
       const std::string& id = requests[i].request_id;
@@ -334,16 +336,18 @@ void Engine::publish_stats(const StepMetrics* step) {
 }
 
 void Engine::loop() {
+  // Nothing may leave the thread: an exception escaping it ends the process.
+  std::string failure;
   try {
     loop_steps();
+    shutdown();
+    return;
   } catch (const std::exception& e) {
-    die(e.what());
-    return;
+    failure = e.what();
   } catch (...) {
-    die("an exception of unknown type");
-    return;
+    failure = "an exception of unknown type";
   }
-  shutdown();
+  die(failure);
 }
 
 void Engine::loop_steps() {
@@ -435,10 +439,16 @@ void Engine::die(const std::string& what) {
   const std::string error = "the engine stopped: " + what;
   for (auto& [id, request] : active_) {
     if (request->done) continue;
-    for (auto& choice : request->choices) {
-      choice->has_pending = false;
-      choice->pending = {};
-      finish_choice(*request, *choice, FinishReason::error, error);
+    // One request's finish failing (an observer that throws) must not leave the
+    // others waiting for theirs.
+    try {
+      for (auto& choice : request->choices) {
+        choice->has_pending = false;
+        choice->pending = {};
+        finish_choice(*request, *choice, FinishReason::error, error);
+      }
+    } catch (...) {
+      spdlog::error("engine {}: finishing request {} failed", config_.model_name, id);
     }
   }
   dirty_.clear();

@@ -20,6 +20,20 @@ namespace sluice::server {
 // may take a string the client chose.
 std::string_view method_label(std::string_view method);
 
+// A gauge raised for as long as this lives, however the scope ends (a return, an
+// exception, a coroutine destroyed at shutdown): in-flight and open counts stay
+// right whatever happens to the request.
+class GaugeHold {
+ public:
+  explicit GaugeHold(prometheus::Gauge& gauge) : gauge_(gauge) { gauge_.Increment(); }
+  ~GaugeHold() { gauge_.Decrement(); }
+  GaugeHold(const GaugeHold&) = delete;
+  GaugeHold& operator=(const GaugeHold&) = delete;
+
+ private:
+  prometheus::Gauge& gauge_;
+};
+
 class HttpMetrics {
  public:
   explicit HttpMetrics(prometheus::Registry& registry);

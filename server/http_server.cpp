@@ -25,6 +25,9 @@ HttpServer::HttpServer(const config::Config& config, const Dispatcher& dispatche
       acceptor_(control_),
       signals_(control_, SIGINT, SIGTERM),
       grace_timer_(control_),
+      tracker_(ConnectionLimits{.max_connections = static_cast<size_t>(config.max_connections),
+                                .max_per_address = static_cast<size_t>(config.max_connections_per_address),
+                                .probe_slots = static_cast<size_t>(config.probe_connections)}),
       session_ctx_{config, dispatcher, metrics, tracker_} {}
 
 int HttpServer::num_threads() const {
@@ -61,37 +64,66 @@ void HttpServer::run() {
   int threads = num_threads();
   spdlog::info("listening on http://{}:{} ({} I/O threads)", config_.host, port_, threads);
   std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back([this] { ioc_.run(); });
-  ioc_.run();
+  for (int i = 1; i < threads; ++i) pool.emplace_back([this] { run_io_thread(); });
+  run_io_thread();
   for (auto& thread : pool) thread.join();
   spdlog::info("server stopped");
 }
 
+void HttpServer::run_io_thread() {
+  // A handler that throws would end the thread and, with it, the process: log it
+  // and go on serving. (Sessions catch their own; this is the last net.)
+  for (;;) {
+    try {
+      ioc_.run();
+      return;
+    } catch (const std::exception& e) {
+      spdlog::error("an I/O handler failed: {}", e.what());
+    } catch (...) {
+      spdlog::error("an I/O handler failed with an exception of unknown type");
+    }
+  }
+}
+
 asio::awaitable<void> HttpServer::accept_loop() {
   for (;;) {
-    // Each connection gets its own strand: its coroutine never runs on two threads at once.
-    auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(ioc_), use_nothrow);
-    if (ec) {
-      if (!acceptor_.is_open()) co_return;  // closed by shutdown
-      spdlog::warn("accept failed: {}", ec.message());
-      if (ec == asio::error::no_descriptors) {
-        // Out of file descriptors: back off instead of spinning.
-        asio::steady_timer pause(control_, std::chrono::milliseconds(100));
-        co_await pause.async_wait(use_nothrow);
-      }
-      continue;
+    try {
+      if (!co_await accept_one()) co_return;
+    } catch (const std::exception& e) {
+      // Out of memory for one connection must not stop the listener.
+      spdlog::error("accepting a connection failed: {}", e.what());
+    } catch (...) {
+      spdlog::error("accepting a connection failed with an exception of unknown type");
     }
-    socket.set_option(tcp::no_delay(true), ec);
-    if (tracker_.size() >= static_cast<size_t>(config_.max_connections)) {
-      metrics_.connections_rejected.Increment();
-      auto executor = socket.get_executor();
-      asio::co_spawn(executor, reject_connection(std::move(socket)), asio::detached);
-      continue;
-    }
-    auto connection = std::make_shared<Connection>(std::move(socket));
-    asio::co_spawn(connection->stream.get_executor(), run_session(connection, session_ctx_),
-                   asio::detached);
   }
+}
+
+asio::awaitable<bool> HttpServer::accept_one() {
+  // Each connection gets its own strand: its coroutine never runs on two threads at once.
+  auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(ioc_), use_nothrow);
+  if (ec) {
+    if (!acceptor_.is_open()) co_return false;  // closed by shutdown
+    spdlog::warn("accept failed: {}", ec.message());
+    if (ec == asio::error::no_descriptors) {
+      // Out of file descriptors: back off instead of spinning.
+      asio::steady_timer pause(control_, std::chrono::milliseconds(100));
+      co_await pause.async_wait(use_nothrow);
+    }
+    co_return true;
+  }
+  socket.set_option(tcp::no_delay(true), ec);
+  auto endpoint = socket.remote_endpoint(ec);
+  const std::string address = ec ? std::string("-") : endpoint.address().to_string();
+  auto connection = std::make_shared<Connection>(std::move(socket));
+  // Over the caps: a probe slot (one /health, /ready or /metrics request) or a 503.
+  if (tracker_.admit(connection, address) == ConnectionTracker::Admission::refused) {
+    metrics_.connections_rejected.Increment();
+    auto executor = connection->stream.get_executor();
+    asio::co_spawn(executor, reject_connection(connection->stream.release_socket()), asio::detached);
+    co_return true;
+  }
+  asio::co_spawn(connection->stream.get_executor(), run_session(connection, session_ctx_), asio::detached);
+  co_return true;
 }
 
 void HttpServer::wait_for_signal() {

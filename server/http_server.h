@@ -43,6 +43,8 @@ class HttpServer {
 
  private:
   asio::awaitable<void> accept_loop();
+  asio::awaitable<bool> accept_one();  // false: the acceptor closed
+  void run_io_thread();
   void wait_for_signal();
   void on_shutdown_requested();
   void force_close(const char* why);

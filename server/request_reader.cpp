@@ -15,10 +15,15 @@ bool is_reached(const RequestParser& parser, ParseGoal goal) {
 // Bytes asked of one socket read: as http::read_some does.
 constexpr std::size_t kReadChunk = 64 * 1024;
 
+// The bytes that count against the limit (see feed_parser in the header).
+std::size_t counted_bytes(ParseGoal goal, std::size_t consumed, std::size_t pending) {
+  return goal == ParseGoal::header ? consumed + pending : pending;
+}
+
 }  // namespace
 
 beast::error_code feed_parser(RequestParser& parser, beast::flat_buffer& buffer, ParseGoal goal,
-                              std::size_t max_pending, std::size_t& consumed) {
+                              std::size_t max_bytes, std::size_t& consumed) {
   // Past the header the parser should take every byte it can in one call: chunk
   // after chunk, then the trailers.
   parser.eager(goal == ParseGoal::message);
@@ -29,8 +34,11 @@ beast::error_code feed_parser(RequestParser& parser, beast::flat_buffer& buffer,
       std::size_t used = parser.put(buffer.data(), ec);
       buffer.consume(used);
       consumed += used;
+      // Checked before the header is known to be done: a header that passed the
+      // limit is refused even when its last piece completes it.
+      if (goal == ParseGoal::header && consumed > max_bytes) return http::error::header_limit;
       if (ec == http::error::need_more || (!ec && used == 0)) {
-        if (buffer.size() > max_pending) return http::error::header_limit;
+        if (counted_bytes(goal, consumed, buffer.size()) > max_bytes) return http::error::header_limit;
         return http::error::need_more;
       }
       if (ec) return ec;
@@ -47,10 +55,10 @@ beast::error_code feed_parser(RequestParser& parser, beast::flat_buffer& buffer,
 asio::awaitable<beast::error_code> read_request_part(beast::tcp_stream& stream,
                                                      beast::flat_buffer& buffer,
                                                      RequestParser& parser, ParseGoal goal,
-                                                     std::size_t max_pending,
+                                                     std::size_t max_bytes,
                                                      std::size_t& consumed) {
   for (;;) {
-    beast::error_code ec = feed_parser(parser, buffer, goal, max_pending, consumed);
+    beast::error_code ec = feed_parser(parser, buffer, goal, max_bytes, consumed);
     if (ec != http::error::need_more) co_return ec;
     auto space = buffer.prepare(beast::read_size(buffer, kReadChunk));
     auto [read_ec, n] = co_await stream.async_read_some(space, use_nothrow);

@@ -2,6 +2,9 @@
 // model's SpeechEngine, then turn its AudioDelta events into encoded audio
 // (SpeechAudio: speed, sample rate, format) sent whole, streamed, or as SSE events.
 //
+// A whole response is held in memory until its end, so it is bounded by
+// max_speech_body_bytes (speech_errors.h); streams are not.
+//
 // Streamed responses send their header only with the first audio bytes, so a request
 // that fails before making any audio (a deadline passed in the queue, an engine
 // error) still gets a plain error status. After the header: SSE sends an error event;
@@ -25,6 +28,7 @@
 #include "proto/sse.h"
 #include "server/chunked_writer.h"
 #include "server/speech_audio.h"
+#include "server/speech_errors.h"
 #include "server/speech_service.h"
 #include "server/stream_watch.h"
 #include "server/submit_error.h"
@@ -77,20 +81,16 @@ bool is_complete(const engine::ChoiceFinish& finish) {
 
 // Why a request that did not complete failed, as the client is told it.
 proto::ApiError failure_of(const SpeechJob& job, const std::string& request_id) {
-  const engine::ChoiceFinish& finish = *job.finish;
-  switch (finish.reason) {
-    case engine::FinishReason::timeout:
-      return {400,
-              job.num_frames == 0 ? "The request's deadline passed before any audio was made (it was still queued); "
-                                    "retry later"
-                                  : "The request's deadline passed before the speech was complete",
-              "timeout_error", "", "timeout"};
-    case engine::FinishReason::abort:
-      return proto::not_ready("Shutting down");
-    default:
-      spdlog::error("request {}: speech failed: {}", request_id, finish.error);
-      return proto::internal_error(request_id);
-  }
+  engine::tts::SpeechEngine& engine = job.service->engine();
+  return speech_failure(*job.finish, job.num_frames, {engine.death_reason(), engine.is_stopping()}, request_id);
+}
+
+// The client went away: there is no one to answer. Counted and logged as 499
+// (nginx's "client closed request"), nothing is written.
+void mark_client_gone(Exchange& ex) {
+  ex.response.result(499);
+  ex.response_sent = true;
+  ex.keep_alive_after = false;
 }
 
 void set_usage_headers(Response& response, const engine::ChoiceFinish& finish) {
@@ -109,11 +109,18 @@ asio::awaitable<std::string> next_bytes(SpeechJob& job, StreamWatch& watch) {
   co_return bytes;
 }
 
-asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& watch) {
+asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& watch, uint64_t max_bytes) {
   std::string body;
-  while (!job.finish && !watch.is_client_gone()) body += co_await next_bytes(job, watch);
-  if (!job.finish) {
-    set_error(ex.response, {499, "The client closed the request.", "invalid_request_error", "", "client_closed"});
+  while (!job.finish && !watch.is_client_gone()) {
+    body += co_await next_bytes(job, watch);
+    if (body.size() > max_bytes) {
+      // Held in memory until the end: past the limit, the rest must be streamed.
+      set_error(ex.response, whole_speech_overflow(max_bytes));
+      co_return;  // the caller cancels the request
+    }
+  }
+  if (watch.is_client_gone()) {
+    mark_client_gone(ex);
     co_return;
   }
   // A whole response is all or nothing: a deadline that cut the speech short is an
@@ -124,6 +131,10 @@ asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& wa
     co_return;
   }
   body += job.audio->finish();
+  if (body.size() > max_bytes) {
+    set_error(ex.response, whole_speech_overflow(max_bytes));
+    co_return;
+  }
   ex.response.result(http::status::ok);
   ex.response.set(http::field::content_type, job.audio->content_type());
   set_usage_headers(ex.response, *job.finish);
@@ -154,7 +165,10 @@ std::string speech_error_event(const proto::ApiError& error) {
 asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& watch) {
   const bool sse = job.request.stream_format == proto::SpeechStreamFormat::sse;
   std::string bytes = co_await next_bytes(job, watch);
-  if (watch.is_client_gone()) co_return;
+  if (watch.is_client_gone()) {
+    mark_client_gone(ex);
+    co_return;
+  }
   if (job.finish && !is_complete(*job.finish) && job.num_frames == 0) {
     // Nothing made, nothing sent yet: a plain error status.
     set_error(ex.response, failure_of(job, ex.request_id));
@@ -271,6 +285,13 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
     set_error(ex.response, *error);
     co_return;
   }
+  if (!streaming) {
+    if (auto error = whole_speech_too_long(request, job.service->sample_rate(), job.service->samples_per_frame(),
+                                           config.max_speech_body_bytes)) {
+      set_error(ex.response, *error);
+      co_return;
+    }
+  }
   job.audio = std::make_unique<SpeechAudio>(audio_options);
 
   // 0.6B checkpoints drop instructions (as the official package does): say so.
@@ -292,7 +313,7 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
     if (streaming) {
       co_await answer_stream(ex, job, watch);
     } else {
-      co_await answer_whole(ex, job, watch);
+      co_await answer_whole(ex, job, watch, config.max_speech_body_bytes);
     }
   } catch (...) {
     failure = std::current_exception();
@@ -333,6 +354,10 @@ void handle_voices(Exchange& ex, const ModelServices& services) {
     SpeechService* service = find_speech_model(ex.response, services, *model);
     if (!service) return;
     chosen.push_back(service);
+  } else if (!services.all_loaded()) {
+    // The list would lack the models still loading: say so, as the model routes do.
+    set_error(ex.response, proto::not_ready("Models are still loading"));
+    return;
   } else {
     chosen = services.speech_services();
   }

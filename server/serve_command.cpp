@@ -7,9 +7,11 @@
 #include <atomic>
 #include <exception>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "config/config_loader.h"
+#include "engine/loader/load_stop.h"
 #include "server/dispatcher.h"
 #include "server/http_metrics.h"
 #include "server/http_server.h"
@@ -33,19 +35,30 @@ void setup_logging(const std::string& level) {
 
 namespace {
 
+void fail_loading(std::string_view what, HttpServer& server, std::atomic<int>& exit_code) {
+  spdlog::error("cannot load model: {}", what);
+  exit_code = 1;
+  server.begin_shutdown();
+}
+
 // Registers every configured model and starts its engine; on failure asks the
-// server to shut down.
+// server to shut down. A shutdown while loading (SIGTERM) stops the load between
+// models and between tensors: the daemon exits without waiting for the rest.
 void load_models(const config::Config& config, ServiceState& state, ModelServices& services,
                  prometheus::Registry& registry, HttpServer& server, std::atomic<int>& exit_code,
                  engine::ComputeTurns& cpu_turns) {
+  loader::LoadStopScope stop_scope(state.draining);
+  size_t num_loaded = 0;
   for (const auto& model : config.models) {
     try {
+      loader::check_load_stop();
       engine::LoadedModel loaded = engine::register_model(model);
       if (loaded.is_speech()) {
         auto service = SpeechService::load(loaded, config, model, registry, &cpu_turns);
         loaded.info.context_length = service->engine().max_model_len();
         services.add(std::move(service));
         state.models.add(std::move(loaded));
+        ++num_loaded;
         continue;
       }
       auto service = ModelService::load(loaded, config, model, registry, &cpu_turns);
@@ -54,10 +67,17 @@ void load_models(const config::Config& config, ServiceState& state, ModelService
       loaded.info.context_length = service->engine().max_model_len();
       services.add(std::move(service));
       state.models.add(std::move(loaded));
+      ++num_loaded;
+    } catch (const loader::LoadStopped&) {
+      spdlog::warn("shutting down while loading: stopped loading models ({} of {} loaded; {} was next or "
+                   "loading)",
+                   num_loaded, config.models.size(), model.path);
+      return;
     } catch (const std::exception& e) {
-      spdlog::error("cannot load model: {}", e.what());
-      exit_code = 1;
-      server.begin_shutdown();
+      fail_loading(e.what(), server, exit_code);
+      return;
+    } catch (...) {
+      fail_loading("an exception of unknown type", server, exit_code);
       return;
     }
   }

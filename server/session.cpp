@@ -30,6 +30,35 @@ bool needs_no_answer(const beast::error_code& ec) {
          ec == asio::error::connection_reset || ec == asio::error::no_memory;
 }
 
+// The requests a connection in a probe slot may make (connection_tracker.h).
+bool is_probe(const Request& header) {
+  if (header.method() != http::verb::get && header.method() != http::verb::head) return false;
+  std::string_view target = header.target();
+  std::string_view path = target.substr(0, target.find('?'));
+  return path == "/health" || path == "/ready" || path == "/metrics";
+}
+
+// RFC 9112 6.1: a server that receives a transfer coding it does not understand
+// answers 501. Only chunked is understood; Beast would read "gzip, chunked" as
+// plain chunked and hand the handler compressed bytes. Returns the first other
+// coding, or "" when there is none.
+std::string unsupported_transfer_coding(const Request& header) {
+  auto [begin, end] = header.equal_range(http::field::transfer_encoding);
+  for (auto field = begin; field != end; ++field) {
+    std::string_view list = field->value();
+    while (!list.empty()) {
+      const size_t comma = list.find(',');
+      std::string_view coding = list.substr(0, comma);
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      coding = coding.substr(0, coding.find(';'));  // transfer parameters
+      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+      if (!coding.empty() && !beast::iequals(coding, "chunked")) return std::string(coding);
+    }
+  }
+  return {};
+}
+
 // What the access log and metrics need about a request, filled as it is parsed.
 struct RequestRecord {
   Clock::time_point start = Clock::now();
@@ -108,16 +137,32 @@ class Session {
     record.method = std::string(header.method_string());
     record.target = std::string(header.target());
     record.is_head = header.method() == http::verb::head;
-    ctx_.metrics.requests_in_flight.Increment();
-    bool keep_open = co_await finish_request(parser, record, header_bytes);
-    ctx_.metrics.requests_in_flight.Decrement();
-    co_return keep_open;
+    GaugeHold in_flight(ctx_.metrics.requests_in_flight);
+    if (connection_->probe_only) {
+      // Over the caps: one probe, then the slot goes back; anything else is refused.
+      ctx_.tracker.header_arrived(connection_);
+      if (!is_probe(header)) {
+        co_await send_error(record, &header, proto::too_many_connections());
+        co_return false;
+      }
+      co_await finish_request(parser, record, header_bytes);
+      co_return false;
+    }
+    co_return co_await finish_request(parser, record, header_bytes);
   }
 
   asio::awaitable<bool> finish_request(RequestParser& parser, RequestRecord& record,
                                        std::size_t header_bytes) {
     const auto& config = ctx_.config;
     const auto& header = parser.get();
+    if (std::string coding = unsupported_transfer_coding(header); !coding.empty()) {
+      // The body cannot be read, so the connection cannot be reused after. (A named
+      // error: g++ 12 destroys a braced temporary in a co_await expression twice.)
+      const proto::ApiError error{501, "Transfer-Encoding '" + coding + "' is not supported: only chunked is",
+                                  "invalid_request_error", "", "unsupported_transfer_encoding"};
+      co_await send_error(record, &header, error);
+      co_return false;
+    }
     parser.body_limit(config.max_body_bytes);
     auto declared = parser.content_length();
     if (declared && *declared > config.max_body_bytes) {
@@ -181,6 +226,7 @@ class Session {
       response.set("X-Request-Id", record.request_id);
     }
     set_error_response(response, error.status, proto::error_body(error));
+    if (error.status == 503) response.set(http::field::retry_after, "1");
     co_await send(record, response, /*keep_alive=*/false);
   }
 
@@ -217,26 +263,44 @@ class Session {
   bool is_first_request_ = true;
 };
 
+// The connection counted open, in the gauge and the tracker, exactly while its
+// session runs, however that ends.
+class OpenConnection {
+ public:
+  OpenConnection(ConnectionTracker::Handle connection, const SessionContext& ctx)
+      : connection_(std::move(connection)), ctx_(ctx), open_(ctx.metrics.connections_open) {}
+  ~OpenConnection() { ctx_.tracker.remove(connection_); }
+  OpenConnection(const OpenConnection&) = delete;
+  OpenConnection& operator=(const OpenConnection&) = delete;
+
+ private:
+  ConnectionTracker::Handle connection_;
+  const SessionContext& ctx_;
+  GaugeHold open_;
+};
+
+void close_after_failure(Connection& connection, std::string_view what) {
+  spdlog::error("closing a connection after an unexpected error: {}", what);
+  beast::error_code ignored;
+  connection.stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  connection.stream.close();
+}
+
 }  // namespace
 
 asio::awaitable<void> run_session(ConnectionTracker::Handle connection, const SessionContext& ctx) {
-  ctx.metrics.connections_open.Increment();
-  ctx.tracker.add(connection);
-  {
+  // The tracker admitted the connection (connection_tracker.h); it forgets it here.
+  OpenConnection open(connection, ctx);
+  // A safety net: the coroutine is detached, so an exception would otherwise end it
+  // silently, the socket left open.
+  try {
     Session session(connection, ctx);
-    try {
-      co_await session.run();
-    } catch (const std::exception& e) {
-      // A safety net: the coroutine is detached, so an exception would otherwise end
-      // it silently with the connection still counted as open.
-      spdlog::error("closing a connection after an unexpected error: {}", e.what());
-      beast::error_code ignored;
-      connection->stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-      connection->stream.close();
-    }
+    co_await session.run();
+  } catch (const std::exception& e) {
+    close_after_failure(*connection, e.what());
+  } catch (...) {
+    close_after_failure(*connection, "an exception of unknown type");
   }
-  ctx.metrics.connections_open.Decrement();
-  ctx.tracker.remove(connection);
 }
 
 asio::awaitable<void> reject_connection(asio::ip::tcp::socket socket) {

@@ -48,6 +48,8 @@ class SpeechService {
   const engine::tts::TtsConfig& tts_config() const { return model_->config(); }
   const SpeechVoices& voices() const { return *voices_; }
   int32_t sample_rate() const { return engine_->sample_rate(); }
+  // Samples of audio per codec frame (1920 at 24 kHz: 80 ms).
+  int64_t samples_per_frame() const { return codec_->config().samples_per_frame; }
 
   void refresh_metrics();
   engine::EngineHealth health(std::chrono::nanoseconds step_timeout) const { return engine_->health(step_timeout); }

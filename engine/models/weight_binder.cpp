@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "engine/loader/load_error.h"
+#include "engine/loader/load_stop.h"
 #include "engine/loader/quantize.h"
 #include "engine/loader/safetensors_names.h"
 #include "engine/loader/tensor_set.h"
@@ -44,6 +45,7 @@ void WeightBinder::fail(const std::string& name, const std::string& reason) cons
 }
 
 Tensor WeightBinder::matrix(const std::string& name, int64_t rows, int64_t cols, bool keep_q8) {
+  loader::check_load_stop();  // a shutdown need not wait for the rest of the model
   const int64_t shape[] = {rows, cols};
   loader::WeightView view = require_(name, shape);
   const uint64_t stored = backends::dtype_bytes(view.dtype, static_cast<uint64_t>(rows * cols)).value_or(0);
@@ -68,6 +70,7 @@ Tensor WeightBinder::matrix(const std::string& name, int64_t rows, int64_t cols,
 }
 
 Tensor WeightBinder::vector(const std::string& name, int64_t n) {
+  loader::check_load_stop();
   const int64_t shape[] = {n};
   loader::WeightView view = require_(name, shape);
   if (widen_vectors_ && (view.dtype == DType::F16 || view.dtype == DType::BF16)) {

@@ -5,6 +5,8 @@
 #include <span>
 #include <string>
 
+#include "engine/loader/load_stop.h"
+
 namespace sluice::engine::tts {
 namespace {
 
@@ -22,6 +24,7 @@ class Loader {
       : set_(set), backend_(backend), out_(out) {}
 
   std::vector<float> read(const std::string& name, std::initializer_list<int64_t> shape) const {
+    loader::check_load_stop();  // a shutdown need not wait for the rest of the codec
     return set_.require_f32(name, shape);
   }
 

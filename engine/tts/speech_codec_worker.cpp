@@ -64,6 +64,15 @@ void SpeechCodecWorker::stop() {
 
 void SpeechCodecWorker::begin(const std::string& id, std::shared_ptr<RequestStream> stream,
                               Clock::time_point arrival, int32_t first_chunk_frames, int32_t chunk_frames) {
+  if (failed_.load()) {
+    // Nothing would ever decode it or push its finish.
+    ChoiceFinish finish;
+    finish.reason = FinishReason::error;
+    std::lock_guard lock(mutex_);
+    finish.error = failure_;
+    stream->push_finish(std::move(finish));
+    return;
+  }
   auto job = std::make_unique<Job>();
   job->id = id;
   job->stream = std::move(stream);
@@ -106,6 +115,12 @@ void SpeechCodecWorker::end(const std::string& id, ChoiceFinish finish, bool dec
 size_t SpeechCodecWorker::num_jobs() const {
   std::lock_guard lock(mutex_);
   return jobs_.size();
+}
+
+std::optional<std::string> SpeechCodecWorker::failure() const {
+  if (!failed_.load()) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  return failure_;
 }
 
 // What one pass decodes for one job.
@@ -167,6 +182,10 @@ void SpeechCodecWorker::decode(Work& w) {
     job.codec->decode(w.codes, delta.pcm);
   } catch (const std::exception& e) {
     w.failure = e.what();
+  } catch (...) {
+    w.failure = "an exception of unknown type";
+  }
+  if (!w.failure.empty()) {
     spdlog::error("speech request {}: decoding failed: {}", job.id, w.failure);
     job.stream->cancel();
     return;
@@ -178,9 +197,42 @@ void SpeechCodecWorker::decode(Work& w) {
     observer_->on_first_audio(std::chrono::duration<double>(Clock::now() - job.arrival).count());
 }
 
+void SpeechCodecWorker::loop() {
+  // Nothing may leave the thread: an exception escaping it ends the process.
+  try {
+    run_passes();
+  } catch (const std::exception& e) {
+    fail_all(e.what());
+  } catch (...) {
+    fail_all("an exception of unknown type");
+  }
+}
+
+// The thread is done: every request it holds ends with "error" (no more audio can
+// come), and failure() says why.
+void SpeechCodecWorker::fail_all(const std::string& why) {
+  spdlog::critical("the speech codec thread stopped: {}", why);
+  std::lock_guard lock(mutex_);
+  failure_ = "the codec thread stopped: " + why;
+  failed_.store(true);
+  for (auto& [id, job] : jobs_) {
+    ChoiceFinish finish = std::move(job->finish);
+    finish.reason = FinishReason::error;
+    finish.error = failure_;
+    finish.num_completion_tokens = job->frames_sent;
+    try {
+      job->stream->push_finish(std::move(finish));
+    } catch (...) {
+      spdlog::error("speech request {}: its finish could not be pushed", id);
+    }
+  }
+  jobs_.clear();
+  order_.clear();
+}
+
 // One pass at a time: every ready job decoded once within one compute turn, so a
 // step of N new frames is followed by one pass over the N voices.
-void SpeechCodecWorker::loop() {
+void SpeechCodecWorker::run_passes() {
   std::unique_lock lock(mutex_);
   for (;;) {
     std::vector<Work> work = take_ready();

@@ -14,11 +14,16 @@
 // decoding every frame at once, whatever the chunking.
 //
 // A full RequestStream (a client not reading) cancels the request: the engine then
-// aborts it. Thread-safe; stop() joins after pushing every outstanding finish.
+// aborts it. An exception that escapes a pass (an observer that throws, out of
+// memory) stops the thread: every request it holds ends with "error" and
+// failure() says why. Thread-safe; stop() joins after pushing every outstanding
+// finish.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -54,10 +59,17 @@ class SpeechCodecWorker {
   // Requests begun and not yet finished on the stream.
   size_t num_jobs() const;
 
+  // Why the worker thread stopped on an exception; nullopt while it runs. Every
+  // request it held then ended with "error", and requests begun later end so at
+  // once: the engine, which checks this, must stop too.
+  std::optional<std::string> failure() const;
+
  private:
   struct Job;
   struct Work;
   void loop();
+  void run_passes();
+  void fail_all(const std::string& why);
   std::vector<Work> take_ready();  // under mutex_
   void finish_job(Job& job);       // under mutex_
   void decode(Work& work);
@@ -75,6 +87,8 @@ class SpeechCodecWorker {
   std::vector<std::string> order_;                              // arrival order, guarded
   bool stopping_ = false;
   bool started_ = false;
+  std::atomic<bool> failed_{false};
+  std::string failure_;  // guarded by mutex_
   std::thread thread_;
 };
 

@@ -25,6 +25,13 @@ SubmitResult refused(SubmitStatus status, std::string message, std::string param
   return out;
 }
 
+// After the engine died: said with a code the routes tell apart from a shutdown.
+SubmitResult refused_dead(const std::string& reason) {
+  SubmitResult out = refused(SubmitStatus::shutting_down, reason);
+  out.code = "engine_dead";
+  return out;
+}
+
 }  // namespace
 
 // A request on the engine thread: what its rows are made of and how it samples.
@@ -161,13 +168,15 @@ SubmitResult SpeechEngine::submit(SpeechRequest request) {
   auto stream = std::make_shared<RequestStream>(request.request_id, 1, config_.stream_capacity);
   active->stream = stream;
 
+  if (auto reason = death_reason()) return refused_dead(*reason);
   auto item = std::make_unique<InboxItem>();
   item->first_chunk_frames = std::max(request.first_chunk_frames, 1);
   item->chunk_frames = std::max(request.chunk_frames, 1);
   item->active = std::move(active);
   {
     std::lock_guard lock(inbox_mutex_);
-    if (stopping_ || dead_.load()) return refused(SubmitStatus::shutting_down, "the server is shutting down");
+    if (dead_.load()) return refused_dead(dead_reason_);
+    if (stopping_) return refused(SubmitStatus::shutting_down, "the server is shutting down");
     if (in_flight_ids_.count(request.request_id) != 0) {
       ++num_rejected_;
       return refused(SubmitStatus::rejected, "a request with this id is already in flight", "request_id");
@@ -199,16 +208,32 @@ EngineStats SpeechEngine::stats() const {
 }
 
 EngineHealth SpeechEngine::health(std::chrono::nanoseconds step_timeout) const {
-  if (dead_.load()) {
-    std::lock_guard lock(inbox_mutex_);
-    return {false, "dead", dead_reason_};
-  }
+  if (auto reason = death_reason()) return {false, "dead", *reason};
   return step_health(step_started_ns_.load(), step_timeout);
 }
 
+std::optional<std::string> SpeechEngine::death_reason() const {
+  if (dead_.load()) {
+    std::lock_guard lock(inbox_mutex_);
+    return dead_reason_;
+  }
+  // The engine thread may be asleep when the codec thread stops: it learns of it
+  // at its next pass, this says it at once.
+  if (auto codec_failure = codec_worker_->failure()) return "the speech engine thread stopped: " + *codec_failure;
+  return std::nullopt;
+}
+
+bool SpeechEngine::is_stopping() const {
+  std::lock_guard lock(inbox_mutex_);
+  return stopping_;
+}
+
 void SpeechEngine::loop() {
+  // Nothing may leave the thread: an exception escaping it ends the process.
+  std::string failure;
   try {
     while (drain_inbox()) {
+      if (auto codec_failure = codec_worker_->failure()) throw std::runtime_error(*codec_failure);
       check_cancellations();
       if (!scheduler_->has_unfinished()) {
         publish_stats(nullptr);
@@ -229,6 +254,8 @@ void SpeechEngine::loop() {
           run_step(step);
         } catch (const std::exception& e) {
           fail_step(step, e.what());
+        } catch (...) {
+          fail_step(step, "an exception of unknown type");
         }
       }
       step_started_ns_.store(0);
@@ -238,15 +265,31 @@ void SpeechEngine::loop() {
         inbox_cv_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !inbox_.empty(); });
       }
     }
-    shutdown("the server is shutting down");
+    shutdown(FinishReason::abort, "the server is shutting down");
+    return;
   } catch (const std::exception& e) {
-    {
-      std::lock_guard lock(inbox_mutex_);
-      dead_reason_ = std::string("the speech engine thread stopped: ") + e.what();
-    }
-    dead_.store(true);
-    spdlog::error("model {}: {}", config_.model_name, dead_reason_);
-    shutdown(dead_reason_);
+    failure = e.what();
+  } catch (...) {
+    failure = "an exception of unknown type";
+  }
+  die(failure);
+}
+
+// Something outside a step threw, or the codec thread stopped: the engine's state
+// can no longer be trusted, so it takes no more work and ends everything it holds
+// with "error"; health() and submit() say why from now on.
+void SpeechEngine::die(const std::string& what) {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    dead_reason_ = "the speech engine thread stopped: " + what;
+  }
+  dead_.store(true);
+  step_started_ns_.store(0);
+  spdlog::critical("model {}: {}", config_.model_name, dead_reason_);
+  try {
+    shutdown(FinishReason::error, dead_reason_);
+  } catch (...) {
+    spdlog::critical("model {}: ending the requests in flight failed too", config_.model_name);
   }
 }
 
@@ -466,8 +509,9 @@ void SpeechEngine::publish_stats(const ScheduledStep* step) {
   }
 }
 
-// Every request still queued or running ends with "abort"; later submits are refused.
-void SpeechEngine::shutdown(const std::string& why) {
+// Every request still queued or running ends with `reason` ("abort" for a stop,
+// "error" for a death); later submits are refused.
+void SpeechEngine::shutdown(FinishReason reason, const std::string& why) {
   std::vector<std::unique_ptr<InboxItem>> items;
   {
     std::lock_guard lock(inbox_mutex_);
@@ -476,15 +520,21 @@ void SpeechEngine::shutdown(const std::string& why) {
   }
   for (auto& item : items) {
     ChoiceFinish finish;
-    finish.reason = FinishReason::abort;
+    finish.reason = reason;
     finish.error = why;
     item->active->stream->push_finish(std::move(finish));
   }
   std::vector<std::string> ids;
   for (const auto& [id, active] : active_) ids.push_back(id);
   for (const std::string& id : ids) {
-    scheduler_->abort(id);
-    finish_request(id, FinishReason::abort, why);
+    try {
+      scheduler_->abort(id);
+      finish_request(id, reason, why);
+    } catch (...) {
+      // One request's finish failing (an observer that throws) must not leave the
+      // others waiting for theirs.
+      spdlog::error("model {}: finishing speech request {} failed", config_.model_name, id);
+    }
   }
   publish_stats(nullptr);
 }

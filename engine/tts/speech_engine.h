@@ -27,7 +27,8 @@
 // in order, exactly the samples of decoding all frames at once), then ChoiceFinish:
 // "stop" (codec EOS), "length" (max frames), "timeout" (deadline; the frames made
 // before it are decoded and sent first), "abort" (cancel, stop(): nothing more is
-// decoded), "error" (a failed step). num_prompt_tokens = input text tokens,
+// decoded), "error" (a failed step, a failed decode, or the engine or codec thread
+// stopped: health() then says "dead"). num_prompt_tokens = input text tokens,
 // num_completion_tokens = frames.
 //
 // Thread-safety as Engine: submit(), stats(), health() from any thread; stop() not
@@ -117,7 +118,13 @@ class SpeechEngine {
   SubmitResult submit(SpeechRequest request);
 
   EngineStats stats() const;
+  // "dead" once the engine or codec thread stopped on an exception (the requests it
+  // held ended with "error"), with why.
   EngineHealth health(std::chrono::nanoseconds step_timeout) const;
+  // Why the engine died; nullopt while it lives.
+  std::optional<std::string> death_reason() const;
+  // stop() was called (or the engine died): requests end with "abort" from here on.
+  bool is_stopping() const;
   const TtsModel& model() const { return model_; }
   int64_t max_model_len() const { return max_model_len_; }
   int32_t num_kv_blocks() const { return num_blocks_; }
@@ -133,7 +140,8 @@ class SpeechEngine {
   void finish_request(std::string id, FinishReason reason, std::string error);
   void fail_step(const ScheduledStep& step, const std::string& what);
   void publish_stats(const ScheduledStep* step);
-  void shutdown(const std::string& why);
+  void die(const std::string& what);
+  void shutdown(FinishReason reason, const std::string& why);
 
   const TtsModel& model_;
   CodecDecoder& codec_;

@@ -191,7 +191,9 @@ def test_connection_cap_turns_extra_clients_away(start_daemon):
         for sock in held:
             sock.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
             assert sock.recv(4096).startswith(b"HTTP/1.1 200")
-        reply = raw_exchange(daemon.port, b"")
+        # Over the cap a connection may still make one probe (/health, /ready,
+        # /metrics); anything else is turned away.
+        reply = raw_exchange(daemon.port, b"GET /v1/models HTTP/1.1\r\nHost: t\r\n\r\n")
         assert reply.startswith(b"HTTP/1.1 503"), reply[:200]
         assert b"too_many_connections" in reply
     finally:

@@ -174,3 +174,72 @@ def test_pipelined_garbage_then_close_neither_crashes_nor_leaks(daemon):
     assert open_now <= 1  # the scrape's own connection
     assert open_fds(daemon) <= fds_before
     assert_alive(daemon)
+
+
+def test_a_header_sent_in_pieces_counts_whole_against_the_limit(daemon):
+    # Beast parses a field once the next line's first byte shows it is not folded,
+    # takes it, and holds back only the rest: pieces that end one byte into a field
+    # left a byte pending, and the header grew without bound (50 MB in the report).
+    fields = (b"X-Pad: " + b"p" * 91 + b"\r\n") * 2400  # 240 KB, never ended: 15 times the limit
+    piece = 4000  # 40 fields of 100 bytes
+    reply = b""
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\n" + fields[:1])
+        sock.settimeout(0.2)
+        for start in range(1, len(fields) - piece, piece):
+            try:
+                sock.sendall(fields[start:start + piece])
+                reply = sock.recv(65536)  # the answer, once the header passed the limit
+            except socket.timeout:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            break
+    assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
+    assert_openai_error(reply.split(b"\r\n\r\n", 1)[1], code="header_too_large")
+    assert_alive(daemon)
+
+
+def test_a_transfer_coding_other_than_chunked_is_501(daemon):
+    for coding in [b"gzip, chunked", b"deflate,chunked", b"chunked;x=1, gzip"]:
+        reply = raw_exchange(daemon.port, b"POST /v1/models HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+                             b"Transfer-Encoding: " + coding + b"\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+        assert reply.startswith(b"HTTP/1.1 501"), (coding, reply[:200])
+        assert_openai_error(reply.split(b"\r\n\r\n", 1)[1], code="unsupported_transfer_encoding")
+    # Plain chunked is read as before: routing decides (405: /v1/models is GET only).
+    reply = raw_exchange(daemon.port, CHUNKED_POST.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")
+                         + b"2\r\n{}\r\n0\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 405"), reply[:200]
+
+
+def test_probes_answer_while_idle_sockets_hold_every_slot(start_daemon):
+    # The hostile case in small: more silent sockets than max_connections and the
+    # probe slots together (1,100 against 1,024 in production).
+    daemon = start_daemon("--max-connections", "8", "--probe-connections", "4", "--header-timeout-s", "60")
+    silent = [socket.create_connection(("127.0.0.1", daemon.port), timeout=10) for _ in range(20)]
+    try:
+        for _ in range(10):
+            status, _, body = request(daemon, "GET", "/health")
+            assert status == 200, body
+        assert request(daemon, "GET", "/ready")[0] == 200
+        assert request(daemon, "GET", "/metrics")[0] == 200
+        # Anything else over the cap is still refused.
+        status, headers, body = request(daemon, "GET", "/v1/models")
+        assert status == 503 and headers.get("retry-after") == "1"
+        assert_openai_error(body, code="too_many_connections")
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+def test_max_connections_per_address_caps_one_client(start_daemon):
+    daemon = start_daemon("--max-connections-per-address", "2", "--header-timeout-s", "60")
+    held = [socket.create_connection(("127.0.0.1", daemon.port), timeout=10) for _ in range(2)]
+    try:
+        status, _, body = request(daemon, "GET", "/v1/models")
+        assert status == 503, body
+        assert_openai_error(body, code="too_many_connections")
+        assert request(daemon, "GET", "/health")[0] == 200  # probes still get through
+    finally:
+        for sock in held:
+            sock.close()

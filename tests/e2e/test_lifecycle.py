@@ -101,6 +101,23 @@ def test_grace_period_bounds_a_stuck_request(start_daemon):
     sock.close()
 
 
+def test_sigterm_while_loading_stops_loading_and_exits(start_daemon):
+    # Many models to load: SIGTERM after the first must not wait for the rest.
+    count = 400
+    models = []
+    for i in range(count):
+        models += ["--model", f"m{i}={TINY_MODEL}"]
+    daemon = start_daemon(*models, "--compute-threads", "1", "--kv-cache-bytes", "1048576", model=None,
+                          ready=False)
+    daemon.wait_for_log(r"model m0: engine started", timeout=60)
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait_exit(timeout=60) == 0
+    log = daemon.log
+    assert "stopped loading models" in log, log[-2000:]
+    assert "ready:" not in log
+    assert log.count("engine started") < count
+
+
 def run_sluice(*args, timeout=20):
     return subprocess.run([str(SLUICE_BIN), *args], capture_output=True, text=True, timeout=timeout)
 

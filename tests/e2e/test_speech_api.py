@@ -278,6 +278,34 @@ def test_a_deadline_ends_the_sse_stream_with_an_error_event(start_daemon):
     assert all(e["type"] == "speech.audio.delta" for e in events[:-1])
 
 
+def test_a_whole_response_is_bounded_by_max_speech_body_bytes(start_daemon):
+    limit = 65536
+    daemon = start_daemon("--model", f"tts={TTS_FIXTURE}", "--max-speech-body-bytes", str(limit),
+                          "--compute-threads", "1", model=None)
+    body = {"model": "tts", "input": "A long story.", "voice": "ryan", "seed": 1, "ignore_eos": True}
+    # Lossless: the size follows from the frames, so 40 frames of pcm (153,600 bytes) are refused up front.
+    status, _, raw = speech(daemon, {**body, "response_format": "pcm", "max_new_tokens": 40})
+    assert status == 400
+    error = assert_openai_error(raw, param="max_new_tokens")
+    assert "stream_format" in error["message"] and "at most" in error["message"]
+    # Lossy: known only as it is made; 150 frames of 64 kbit/s mp3 (~96 KB) grow past the limit.
+    status, _, raw = speech(daemon, {**body, "response_format": "mp3", "max_new_tokens": 150})
+    assert status == 400
+    assert_openai_error(raw, param="stream_format")
+    # Streamed, the same audio has no such limit.
+    status, _, audio = speech(daemon, {**body, "response_format": "mp3", "max_new_tokens": 150,
+                                       "stream_format": "audio"})
+    assert status == 200 and len(audio) > limit
+    # Within the limit, whole responses are as before.
+    status, _, audio = speech(daemon, {**body, "response_format": "pcm", "max_new_tokens": 10})
+    assert status == 200 and len(audio) == 10 * SAMPLES_PER_FRAME * 2
+    # The cut-off request freed its KV.
+    deadline = time.monotonic() + 10
+    while tts_metrics(daemon) != (0.0, 0.0):
+        assert time.monotonic() < deadline, tts_metrics(daemon)
+        time.sleep(0.1)
+
+
 def test_voice_design_takes_instructions_and_openai_names_only(start_daemon):
     daemon = start_daemon("--model", f"vd={TTS_FIXTURE.parent / 'voice_design_wide'}", model=None)
     body = {"model": "vd", "input": "Hi.", "response_format": "pcm", "temperature": 0, "max_new_tokens": 4,

@@ -163,6 +163,36 @@ TEST_CASE("an exception outside a step stops the engine: requests end with error
   engine.stop();  // joins the stopped thread without hanging
 }
 
+TEST_CASE("an exception of any type while the engine stops is caught: every request still gets its finish") {
+  // The stop path (shutdown) runs outside the loop's steps; an observer that throws
+  // there, with no std::exception, used to leave the thread and end the process.
+  struct ThrowingObserver : EngineObserver {
+    void on_request_finished(const RequestMetrics& m) override {
+      if (m.finish_reasons.front() == FinishReason::abort) throw 42;
+    }
+  } observer;
+  LoadedFixture f = load_engine_fixture("llama");
+  BlockingBackend backend;
+  auto model = Model::load(loader::open_weights(kLlama), backend);
+  Engine engine(*model, *f.tokenizer, small_config(), &observer);
+  engine.start();
+  const auto room = static_cast<int32_t>(engine.max_model_len()) - 20;  // cannot finish before the stop
+  auto first = engine.submit(greedy_request("first", make_prompt(3, 10), room));
+  auto second = engine.submit(greedy_request("second", make_prompt(4, 10), room));
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  REQUIRE(backend.wait_blocked(10s));  // running
+  std::thread stopper([&] { engine.stop(); });
+  backend.release();
+  stopper.join();
+  for (auto* stream : {first.stream.get(), second.stream.get()}) {
+    const ChoiceResult result = collect(*stream)[0];
+    REQUIRE(result.finished);
+    CHECK((result.finish.finish_reason() == "abort" || result.finish.finish_reason() == "error"));
+  }
+  CHECK_FALSE(engine.health(1s).ok);  // the failure is reported, not hidden
+}
+
 TEST_CASE("health() reports a step that runs past the timeout, and recovers when it ends") {
   LoadedFixture f = load_engine_fixture("llama");
   BlockingBackend backend;

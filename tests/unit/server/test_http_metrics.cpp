@@ -49,3 +49,19 @@ TEST_CASE("a flood of invented methods adds no series") {
   CHECK(label_values(registry, "sluice_http_request_duration_seconds", "method") ==
         std::set<std::string>{"GET", "OTHER"});
 }
+
+TEST_CASE("a held gauge comes back down however its scope ends, exceptions of any type included") {
+  prometheus::Registry registry;
+  HttpMetrics metrics(registry);
+  {
+    GaugeHold held(metrics.requests_in_flight);
+    CHECK(metrics.requests_in_flight.Value() == 1);
+  }
+  CHECK(metrics.requests_in_flight.Value() == 0);
+  try {
+    GaugeHold held(metrics.connections_open);
+    throw 42;
+  } catch (...) {
+  }
+  CHECK(metrics.connections_open.Value() == 0);
+}

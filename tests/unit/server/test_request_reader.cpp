@@ -112,3 +112,36 @@ TEST_CASE("chunk data does not count as held-back bytes") {
   CHECK(feed.put(data.substr(50000) + "\r\n0\r\n\r\n", ParseGoal::message, 64) == beast::error_code{});
   CHECK(feed.parser.get().body().size() == data.size());
 }
+
+TEST_CASE("a header sent in pieces counts whole against the limit") {
+  // Beast parses a field once the next line's first byte shows it is not folded,
+  // takes it, and holds back only the rest. Pieces that end one byte into a field
+  // leave a byte pending, so counting pending bytes never saw the header grow.
+  const std::size_t limit = 16 * 1024;
+  Feed feed(limit);
+  std::string field = "X-Pad: ";
+  field += std::string(100 - field.size() - 2, 'h') + "\r\n";  // 100 bytes
+  std::string fields;
+  for (int i = 0; i < 40 * 20; ++i) fields += field;  // 80 KB, never ended
+  beast::error_code ec = feed.put("GET /health HTTP/1.1\r\nHost: t\r\n" + fields.substr(0, 1), ParseGoal::header, limit);
+  const std::size_t piece = 4000;  // 40 fields: each piece ends one byte into a field
+  std::size_t sent = 1;
+  while (sent + piece <= fields.size() && ec == http::error::need_more) {
+    ec = feed.put(fields.substr(sent, piece), ParseGoal::header, limit);
+    sent += piece;
+  }
+  CHECK(ec == http::error::header_limit);
+  CHECK(sent <= limit + piece);  // refused as soon as it passed the limit
+  CHECK_FALSE(feed.parser.is_header_done());
+}
+
+TEST_CASE("a header whose last piece completes it past the limit is refused") {
+  const std::size_t limit = 4096;
+  Feed feed(limit);
+  std::string fields;
+  for (int i = 0; i < 60; ++i) fields += "X-F" + std::to_string(i) + ": " + std::string(90, 'h') + "\r\n";
+  REQUIRE(feed.put("GET /health HTTP/1.1\r\n" + fields.substr(0, 3000), ParseGoal::header, limit) ==
+          http::error::need_more);
+  // The rest arrives at once: in it, no field is pending after the parser's pass.
+  CHECK(feed.put(fields.substr(3000) + "\r\n", ParseGoal::header, limit) == http::error::header_limit);
+}

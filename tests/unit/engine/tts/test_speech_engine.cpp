@@ -263,5 +263,48 @@ TEST_CASE("stopping the speech engine ends every request in flight with abort") 
   CHECK(engine.submit(long_request("s2", "serena", 10)).status == SubmitStatus::shutting_down);
 }
 
+TEST_CASE("an exception of any type outside a speech step stops the engine: requests end with error, health says why") {
+  struct ThrowingObserver : EngineObserver {
+    void on_step(const StepMetrics&) override { throw 42; }  // not a std::exception
+  } observer;
+  World w;
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{}, &observer);
+  engine.start();
+  const SubmitResult submitted = engine.submit(long_request("victim", "serena", 1500));
+  REQUIRE(submitted.ok());
+  const Outcome got = collect(*submitted.stream);
+  CHECK(got.finish.reason == FinishReason::error);
+  CHECK(got.finish.error.find("unknown type") != std::string::npos);
+  const EngineHealth health = engine.health(1s);
+  CHECK_FALSE(health.ok);
+  CHECK(health.status == "dead");
+  CHECK(engine.death_reason().has_value());
+  const SubmitResult refused = engine.submit(long_request("later", "serena", 10));
+  CHECK(refused.status == SubmitStatus::shutting_down);
+  CHECK(refused.code == "engine_dead");
+  CHECK(refused.message.find("unknown type") != std::string::npos);
+  engine.stop();  // joins the stopped threads without hanging
+}
+
+TEST_CASE("an exception escaping the codec thread ends its requests with error and stops the engine") {
+  struct ThrowingSpeechObserver : SpeechObserver {
+    void on_first_audio(double) override { throw 7; }  // not a std::exception
+  } observer;
+  World w;
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{}, nullptr, &observer);
+  engine.start();
+  const SubmitResult submitted = engine.submit(long_request("victim", "serena", 1500));
+  REQUIRE(submitted.ok());
+  const Outcome got = collect(*submitted.stream);
+  CHECK(got.finish.reason == FinishReason::error);
+  CHECK(got.finish.error.find("codec thread stopped") != std::string::npos);
+  CHECK_FALSE(engine.health(1s).ok);
+  CHECK(engine.health(1s).reason.find("codec thread stopped") != std::string::npos);
+  const SubmitResult refused = engine.submit(long_request("later", "serena", 10));
+  CHECK(refused.status == SubmitStatus::shutting_down);
+  CHECK(refused.code == "engine_dead");
+  engine.stop();
+}
+
 }  // namespace
 }  // namespace sluice::engine::tts
