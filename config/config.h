@@ -48,6 +48,8 @@ struct Config {
   double shutdown_grace_s = 30;  // SIGTERM: in-flight requests get this long to finish
   bool strict_request_fields = false;  // unknown body fields: 400 instead of ignored
   bool allow_priority = false;         // honour "priority"; off: any client could jump the queue
+  // Log-probability entries one response may hold (choices x tokens x (1 + logprobs)).
+  int64_t max_response_logprobs = 1'000'000;
 
   // Access control
   std::vector<std::string> api_keys;      // empty: no authentication
@@ -63,6 +65,7 @@ struct Config {
   int max_num_seqs = 64;                   // sequences running at once
   int max_num_batched_tokens = 2048;       // tokens per engine step
   int max_waiting = 256;                   // queued sequences beyond which requests get 429
+  int max_waiting_per_request = 0;         // sequences one request may queue; 0: a quarter of max_waiting
   bool enable_prefix_caching = true;
   int compute_threads = 0;                 // 0: one per core
   int64_t context_length = 0;              // of each model whose entry sets none; 0: the model's own
