@@ -40,7 +40,7 @@ def test_one_request_may_not_take_the_whole_queue(start_daemon):
 
 def test_a_small_request_is_not_stuck_behind_a_big_one(start_daemon):
     daemon = start_daemon("--max-num-seqs", "1")
-    big = greedy([f"big prompt {i}" for i in range(6)], 120, ignore_eos=True, stream=True)
+    big = greedy([f"big prompt {i}" for i in range(6)], 40, ignore_eos=True, stream=True)
     conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=120)
     try:
         conn.request("POST", "/v1/completions", body=json.dumps(big), headers={"Content-Type": "application/json"})
@@ -56,6 +56,7 @@ def test_a_small_request_is_not_stuck_behind_a_big_one(start_daemon):
         conn.close()
     assert rest.endswith("data: [DONE]\n\n")
     daemon.wait_for_log(rf"request {big_id}-5 finished")
+    daemon.wait_for_log(rf"request {small_id}-0 finished")
     # The engine logs the end of each prompt in the order they finished. First come
     # first served by sequence, the small request would come after all six.
     order = re.findall(rf"request ({big_id}-\d|{small_id}-0) finished", daemon.log)
