@@ -53,6 +53,8 @@ struct Config {
   bool allow_priority = false;         // honour "priority"; off: any client could jump the queue
   int tokenizer_threads = 0;           // threads that tokenize and render templates; 0: half the cores, 2..8
   int tokenizer_queue_size = 64;       // requests tokenizing or waiting to; more get 429
+  // Log-probability entries one response may hold (choices x tokens x (1 + logprobs)).
+  int64_t max_response_logprobs = 1'000'000;
 
   // Access control
   std::vector<std::string> api_keys;      // empty: no authentication
@@ -68,6 +70,7 @@ struct Config {
   int max_num_seqs = 64;                   // sequences running at once
   int max_num_batched_tokens = 2048;       // tokens per engine step
   int max_waiting = 256;                   // queued sequences beyond which requests get 429
+  int max_waiting_per_request = 0;         // sequences one request may queue; 0: a quarter of max_waiting
   bool enable_prefix_caching = true;
   int compute_threads = 0;                 // 0: one per core
   int64_t context_length = 0;              // of each model whose entry sets none; 0: the model's own

@@ -270,6 +270,10 @@ std::vector<OptionSpec> build_table() {
                                  "Threads that tokenize prompts and render chat templates (0: half the cores, 2..8)"));
   table.push_back(integer_option("tokenizer_queue_size", &Config::tokenizer_queue_size, 1, 1 << 20, "UINT",
                                  requests, "Requests tokenizing or waiting to at once; more get 429"));
+  table.push_back(integer_option("max_response_logprobs", &Config::max_response_logprobs, 1, int64_t{1} << 32,
+                                 "UINT", requests,
+                                 "Log-probability entries one response may hold (choices x tokens x (1 + "
+                                 "logprobs)); more gets 400"));
   table.push_back(list_option("api_keys", &Config::api_keys, check_api_key, true, "KEY,...", access,
                               "Accepted bearer API keys (none: no authentication)"));
   table.push_back(list_option("cors_origins", &Config::cors_origins, check_origin, false,
@@ -293,6 +297,10 @@ std::vector<OptionSpec> build_table() {
                                  1 << 20, "UINT", engine, "Most tokens in one engine step"));
   table.push_back(integer_option("max_waiting", &Config::max_waiting, 1, 1 << 20, "UINT", engine,
                                  "Queued sequences per model beyond which requests get 429"));
+  table.push_back(integer_option("max_waiting_per_request", &Config::max_waiting_per_request, 0, 1 << 20, "UINT",
+                                 engine,
+                                 "Sequences (prompts x n) one request may queue; more gets 400 (0: a quarter of "
+                                 "max_waiting)"));
   table.push_back(bool_option("enable_prefix_caching", &Config::enable_prefix_caching, engine,
                               "Reuse the KV blocks of shared prompt prefixes (true/false)"));
   table.push_back(integer_option("context_length", &Config::context_length, 0, int64_t{1} << 24, "TOKENS",

@@ -28,7 +28,7 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
     : model_(model), tokenizer_(tokenizer), config_(std::move(config)), observer_(observer) {
   const ModelHparams& hp = model_.hparams();
   if (config_.block_size <= 0 || config_.max_num_seqs <= 0 || config_.max_num_batched_tokens <= 0 ||
-      config_.max_waiting < 0 || config_.max_n <= 0)
+      config_.max_waiting < 0 || config_.max_waiting_per_request < 0 || config_.max_n <= 0)
     throw std::invalid_argument("engine limits must be positive");
   max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len : hp.context_length;
   if (max_model_len_ <= 0) max_model_len_ = 4096;
@@ -243,6 +243,17 @@ SubmitResult Engine::submit_all(std::vector<GenerationRequest> requests,
     }
     num_choices += request.params.n;
   }
+  if (config_.max_waiting_per_request > 0 && num_choices > config_.max_waiting_per_request) {
+    std::lock_guard lock(inbox_mutex_);
+    ++num_rejected_;
+    const bool several = requests.size() > 1;
+    return rejected("This request would queue " + std::to_string(num_choices) + " sequences (" +
+                        std::to_string(requests.size()) + " prompt(s) x " + std::to_string(requests.front().params.n) +
+                        " choice(s)) but one request may queue at most " +
+                        std::to_string(config_.max_waiting_per_request) +
+                        " (max_waiting_per_request); send fewer prompts or a lower n.",
+                    several ? requests.front().prompt_param : "n");
+  }
   for (const GenerationRequest& request : requests) {
     const size_t capacity = request.stream_capacity > 0 ? request.stream_capacity : config_.stream_capacity;
     streams.push_back(std::make_shared<RequestStream>(request.request_id, request.params.n, capacity));
@@ -368,9 +379,12 @@ void Engine::loop_steps() {
     }
     for (const SequencePtr& seq : step.finished) {  // aborted or timed out
       ActiveRequest* request = find(seq);
-      if (request != nullptr)
-        finish_choice(*request, *request->choices[static_cast<size_t>(seq->choice_index())], seq->finish_reason(),
-                      seq->finish_reason() == FinishReason::timeout ? "the request deadline passed" : "");
+      if (request == nullptr) continue;
+      std::string why;
+      if (seq->finish_reason() == FinishReason::timeout)
+        why = seq->timed_out_in_queue() ? "the queue timeout passed before admission" : "the request deadline passed";
+      finish_choice(*request, *request->choices[static_cast<size_t>(seq->choice_index())], seq->finish_reason(),
+                    std::move(why));
     }
     if (step.empty()) {
       step_started_ns_.store(0);

@@ -52,6 +52,9 @@ struct EngineConfig {
   int32_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 2048;
   int32_t max_waiting = 1024;              // queued sequences (choices) beyond which submit says queue_full
+  // Choices one submit_all may queue (0: up to max_waiting); more is rejected, as it
+  // could never be queued: a single request must not take the whole queue.
+  int32_t max_waiting_per_request = 0;
   int64_t max_model_len = 0;               // 0: the model's trained context length, capped to the KV pool
   int64_t long_prefill_token_threshold = 0;
   bool enable_prefix_caching = true;

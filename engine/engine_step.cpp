@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <utility>
 
@@ -45,7 +46,10 @@ void Engine::admit(InboxItem item) {
   request->stream = std::move(item.stream);
   request->arrival = item.arrival;
   request->wants_logprobs = r.params.logprobs.has_value();
+  const uint64_t group = std::hash<std::string>{}(r.group_id.empty() ? r.request_id : r.group_id);
   for (const SequencePtr& seq : seqs) {
+    seq->set_fair_group(group);
+    seq->set_fair_client(r.client_id);
     seq->set_deadline(deadline);
     seq->set_queue_deadline(r.queue_deadline);
     request->choices.push_back(std::make_unique<ChoiceState>(seq, tokenizer_, r));
@@ -251,7 +255,8 @@ void Engine::finish_choice(ActiveRequest& request, ChoiceState& choice, FinishRe
                                            .num_completion_tokens = seq.num_output_tokens(),
                                            .num_cached_tokens = seq.num_cached_tokens(),
                                            .matched_stop = std::move(matched_stop),
-                                           .error = std::move(error)});
+                                           .error = std::move(error),
+                                           .queue_timeout = seq.timed_out_in_queue()});
   ++request.num_finished;
   request.last_finish = Clock::now();
   if (request.is_done()) on_request_done(request);

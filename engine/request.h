@@ -35,6 +35,11 @@ struct GenerationRequest {
   // Where the prompt came from, for the context-length error's `param`: "prompt"
   // (completions) or "messages" (chat).
   std::string prompt_param = "prompt";
+  // Fair sharing of the queue (fair_order.h): the API request this prompt is a part
+  // of (empty: request_id; the prompts of one API request take one turn) and the
+  // client that sent it (an API key's hash; 0: unknown).
+  std::string group_id;
+  uint64_t client_id = 0;
   size_t stream_capacity = 0;          // deltas its stream buffers; 0: EngineConfig::stream_capacity
 };
 
@@ -68,6 +73,9 @@ struct ChoiceFinish {
   int64_t num_cached_tokens = 0;  // prompt tokens served from the prefix cache
   std::string matched_stop;       // the stop string that ended it ("" for EOS or other reasons)
   std::string error;              // why, for "error" and for engine-initiated "abort"s
+  // "timeout" from the queue deadline: never admitted because the queue was busy
+  // (worth a retry), not because the request's own deadline was too short.
+  bool queue_timeout = false;
 
   // "stop" | "length" | "abort" | "timeout" | "error"
   std::string_view finish_reason() const { return to_string(reason); }

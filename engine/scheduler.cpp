@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "backends/check.h"
+#include "engine/fair_order.h"
 
 namespace sluice::engine {
 namespace {
@@ -101,8 +102,10 @@ void Scheduler::expire(Clock::time_point now) {
   auto check = [&](const SequencePtr& seq) {
     if (seq->is_finished()) return;
     const bool never_ran = !seq->first_scheduled_time();
-    if ((seq->deadline() && now >= *seq->deadline()) ||
-        (never_ran && seq->queue_deadline() && now >= *seq->queue_deadline())) {
+    if (seq->deadline() && now >= *seq->deadline()) {
+      mark_finished(*seq, FinishReason::timeout);
+    } else if (never_ran && seq->queue_deadline() && now >= *seq->queue_deadline()) {
+      seq->set_timed_out_in_queue();
       mark_finished(*seq, FinishReason::timeout);
     }
   };
@@ -157,7 +160,7 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
 
   // Running sequences first. Victims come off the back, so a sequence already given
   // its tokens this step is never preempted after the fact.
-  std::sort(running_.begin(), running_.end(), goes_before);
+  fair_sort(running_, {}, &history_);
   std::vector<std::pair<SequencePtr, int64_t>> planned;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     const SequencePtr seq = running_[i];
@@ -181,30 +184,39 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
   }
 
   // Then waiting ones, unless this step had to preempt: blocks are short right now.
-  // The queue is strict: the first one that does not fit stops admission, so a long
-  // prompt is not starved by short ones behind it.
-  for (auto it = waiting_.begin(); step.preempted.empty() && it != waiting_.end() && budget > 0 &&
-                                   running_.size() < static_cast<size_t>(config_.max_num_seqs);) {
-    const SequencePtr seq = *it;
-    if (config_.kv.enable_prefix_caching && !seq->can_share_leader_prompt()) {
-      // n > 1: let the leader fill the cache first, then share its blocks.
-      ++it;
-      continue;
+  // They take turns by client and request (fair_order.h). The order is strict: the
+  // first one that does not fit stops admission, so a long prompt is not starved by
+  // short ones behind it.
+  const auto has_room = [&] { return budget > 0 && running_.size() < static_cast<size_t>(config_.max_num_seqs); };
+  if (step.preempted.empty() && !waiting_.empty() && has_room()) {
+    std::vector<SequencePtr> order(waiting_.begin(), waiting_.end());
+    fair_sort(order, running_, &history_);
+    bool admitted = false;
+    for (const SequencePtr& seq : order) {
+      if (!has_room()) break;
+      if (config_.kv.enable_prefix_caching && !seq->can_share_leader_prompt()) {
+        continue;  // n > 1: let the leader fill the cache first, then share its blocks.
+      }
+      // Cached prompt positions would have no logits to score the prompt with.
+      const CachedPrefix prefix =
+          seq->wants_prompt_logits() ? CachedPrefix{} : pool_.find_cached_prefix(seq->tokens());
+      const int64_t n = chunk(*seq, prefix.num_cached_tokens, budget);
+      if (!pool_.allocate_slots(*seq, n, &prefix)) break;
+      if (!seq->first_scheduled_time()) {
+        seq->set_first_scheduled_time(now);
+        seq->set_num_cached_tokens(prefix.num_cached_tokens);
+      }
+      seq->set_status(SequenceStatus::running);
+      running_.push_back(seq);
+      planned.emplace_back(seq, n);
+      budget -= n;
+      history_.record_admission(*seq);
+      admitted = true;
     }
-    // Cached prompt positions would have no logits to score the prompt with.
-    const CachedPrefix prefix =
-        seq->wants_prompt_logits() ? CachedPrefix{} : pool_.find_cached_prefix(seq->tokens());
-    const int64_t n = chunk(*seq, prefix.num_cached_tokens, budget);
-    if (!pool_.allocate_slots(*seq, n, &prefix)) break;
-    if (!seq->first_scheduled_time()) {
-      seq->set_first_scheduled_time(now);
-      seq->set_num_cached_tokens(prefix.num_cached_tokens);
+    if (admitted) {
+      std::erase_if(waiting_, [](const SequencePtr& seq) { return seq->status() == SequenceStatus::running; });
+      history_.prune(running_, waiting_);
     }
-    seq->set_status(SequenceStatus::running);
-    it = waiting_.erase(it);
-    running_.push_back(seq);
-    planned.emplace_back(seq, n);
-    budget -= n;
   }
 
   for (const auto& [seq, n] : planned) emit(step, seq, n);

@@ -5,12 +5,15 @@
 // it a chunk of that gap (a prompt chunk, a recompute after preemption, or the one
 // newest token while decoding), and it samples when the chunk reaches the end.
 //
-// Order within a step: running sequences first, by (priority, arrival, seq_id) so
-// decode never waits behind a long prompt; then waiting ones in the same order with
-// the budget left over (prefix-cache lookup, block allocation, chunked prefill).
+// Order within a step: running sequences first so decode never waits behind a long
+// prompt; then waiting ones with the budget left over (prefix-cache lookup, block
+// allocation, chunked prefill). Both in fair order (fair_order.h): priority, then
+// round robin across clients and requests, then arrival, so one request of many
+// prompts cannot hold the queue ahead of everyone else.
 // When the pool runs dry, the last running sequence in that order (lowest priority,
-// latest arrival) is preempted: its blocks are freed and it rejoins the waiting
-// queue at its original place, to be recomputed. A step that preempts admits no one.
+// then the client holding the most, latest arrival) is preempted: its blocks are
+// freed and it rejoins the waiting queue, to be recomputed. A step that preempts
+// admits no one.
 // Choices 1..n-1 of a request wait (without blocking the queue) until choice 0 has
 // computed its prompt, then share its full prompt blocks through the prefix cache.
 //
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "engine/block_pool.h"
+#include "engine/fair_order.h"
 #include "engine/sequence.h"
 
 namespace sluice::engine {
@@ -123,6 +127,7 @@ class Scheduler {
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   const std::vector<SequencePtr>& running() const { return running_; }
+  // In (priority, arrival, seq_id) order; admission takes them in fair order.
   const std::deque<SequencePtr>& waiting() const { return waiting_; }
   const BlockPool& block_pool() const { return pool_; }
   const SchedulerConfig& config() const { return config_; }
@@ -142,6 +147,7 @@ class Scheduler {
   BlockPool pool_;
   std::vector<SequencePtr> running_;
   std::deque<SequencePtr> waiting_;
+  FairHistory history_;  // who was admitted last, for round robin
   uint64_t next_seq_id_ = 1;
   SchedulerStats stats_;
 };

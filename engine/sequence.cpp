@@ -1,6 +1,7 @@
 #include "engine/sequence.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "backends/check.h"
@@ -47,6 +48,7 @@ Sequence::Sequence(std::string request_id, std::vector<int32_t> prompt_tokens,
       tokens_(std::move(prompt_tokens)),
       num_prompt_tokens_(static_cast<int64_t>(tokens_.size())),
       arrival_time_(arrival_time),
+      fair_group_(std::hash<std::string>{}(request_id_)),
       params_(std::move(params)),
       rng_(make_rng(*params_, choice_index)) {
   SLUICE_CHECK(params_ != nullptr, "a Sequence needs SamplingParams");

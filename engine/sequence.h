@@ -91,11 +91,24 @@ class Sequence {
 
   std::optional<Clock::time_point> first_scheduled_time() const { return first_scheduled_time_; }
   void set_first_scheduled_time(Clock::time_point t) { first_scheduled_time_ = t; }
+  // The deadline that ended it (FinishReason::timeout) was the queue deadline: it
+  // was never admitted because others held the queue, not because it ran too long.
+  bool timed_out_in_queue() const { return timed_out_in_queue_; }
+  void set_timed_out_in_queue() { timed_out_in_queue_ = true; }
   int32_t num_preemptions() const { return num_preemptions_; }
   void count_preemption() { ++num_preemptions_; }
   // Prompt tokens served from the prefix cache at the first admission.
   int64_t num_cached_tokens() const { return num_cached_tokens_; }
   void set_num_cached_tokens(int64_t n) { num_cached_tokens_ = n; }
+
+  // --- fair sharing (fair_order.h) ---
+  // The API request this choice is a part of (its prompts and choices share one
+  // turn; default: the hash of request_id) and the client that sent it (an API key's
+  // hash; 0: unknown, so the request stands for itself).
+  uint64_t fair_group() const { return fair_group_; }
+  void set_fair_group(uint64_t group) { fair_group_ = group; }
+  uint64_t fair_client() const { return fair_client_; }
+  void set_fair_client(uint64_t client) { fair_client_ = client; }
 
   // --- n > 1: choices after the first wait for the first one's prompt blocks ---
   const std::shared_ptr<const Sequence>& leader() const { return leader_; }
@@ -130,6 +143,9 @@ class Sequence {
   std::optional<Clock::time_point> deadline_;
   std::optional<Clock::time_point> first_scheduled_time_;
   int32_t num_preemptions_ = 0;
+  bool timed_out_in_queue_ = false;
+  uint64_t fair_group_ = 0;
+  uint64_t fair_client_ = 0;
   int64_t num_cached_tokens_ = 0;
   std::shared_ptr<const Sequence> leader_;
   std::shared_ptr<const SamplingParams> params_;

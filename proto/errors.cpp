@@ -90,6 +90,13 @@ ApiError request_timeout() {
           "timeout_error", "timeout", "timeout"};
 }
 
+ApiError queue_timeout() {
+  return {503,
+          "The server is busy: the request was not admitted within the queue timeout (others held the queue); "
+          "retry later",
+          "server_error", {}, "queue_timeout"};
+}
+
 ApiError internal_error(const std::string& request_id) {
   return {500,
           "Internal server error (request id " + request_id + ")",

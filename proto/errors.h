@@ -26,10 +26,13 @@ ApiError payload_too_large(unsigned long long limit_bytes);
 ApiError header_too_large();
 ApiError too_many_connections();
 ApiError not_ready(std::string message);
-// The request's deadline (the `timeout` field, the server default or the queue
-// timeout) passed before it generated anything: 400, a status clients do not retry.
-// A deadline after some output is no error: the choices finish with "timeout".
+// The request's own deadline (the `timeout` field or the server default) passed
+// before it generated anything: 400, a status clients do not retry. A deadline
+// after some output is no error: the choices finish with "timeout".
 ApiError request_timeout();
+// The queue timeout passed before the scheduler admitted the request: others held
+// the queue, so it is the server's state, not the request: 503, worth a retry.
+ApiError queue_timeout();
 // A failure on our side: says only the request id, never the exception text.
 ApiError internal_error(const std::string& request_id);
 

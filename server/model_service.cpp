@@ -21,6 +21,9 @@ engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::
   out.max_num_seqs = config.max_num_seqs;
   out.max_num_batched_tokens = config.max_num_batched_tokens;
   out.max_waiting = config.max_waiting;
+  out.max_waiting_per_request = config.max_waiting_per_request > 0
+                                    ? std::min(config.max_waiting_per_request, config.max_waiting)
+                                    : std::max(1, config.max_waiting / 4);
   // 0 lets the engine take the trained context and shrink it to the KV cache with a
   // warning; only a context the operator asked for is held to (and refused if too big).
   out.max_model_len = info.context_length_set ? info.context_length : 0;

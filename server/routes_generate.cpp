@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -13,11 +14,14 @@
 
 #include "engine/chat/template_error.h"
 #include "proto/chat.h"
+#include "proto/completion_body.h"
 #include "proto/completions.h"
 #include "proto/errors.h"
 #include "proto/responses.h"
 #include "proto/sse.h"
 #include "server/chunked_writer.h"
+#include "server/client_identity.h"
+#include "server/response_budget.h"
 #include "server/stream_watch.h"
 #include "server/submit_error.h"
 
@@ -48,6 +52,7 @@ struct Tally {
   double cumulative_logprob = 0.0;  // best_of: the rank of the choice
   std::optional<std::string> finish_reason;
   std::string error;
+  bool queue_timeout = false;  // timed out before admission: the queue was busy
 };
 
 struct Job {
@@ -63,6 +68,7 @@ struct Job {
   // the answer has the n of highest cumulative log-probability.
   int32_t num_returned = 0;  // n, choices per prompt in the answer
   bool score_only = false;   // max_tokens 0 with echo: the one token generated is not shown
+  uint64_t client_id = 0;    // who sent it, for fair queueing (client_identity.h)
 };
 
 // One prompt, ready for the engine.
@@ -136,8 +142,15 @@ std::optional<proto::ApiError> submit(Job& job, const proto::GenerationOptions& 
     request.priority = options.priority;
     request.deadline = after(options.timeout_s.value_or(config.request_timeout_s));
     request.queue_deadline = after(config.queue_timeout_s);
+    request.group_id = job.header.id;  // its prompts share one turn in the queue
+    request.client_id = job.client_id;
     requests.push_back(std::move(request));
   }
+  const ResponseShape shape{.chat = job.api == Api::chat, .streaming = options.stream, .want_logprobs = job.want_logprobs,
+                            .score_only = job.score_only, .num_returned = job.num_returned};
+  if (auto error = check_response_logprobs(requests, shape, job.model->engine().max_model_len(),
+                                            config.max_response_logprobs))
+    return error;
   std::vector<int64_t> num_prompt_tokens;
   for (const auto& request : requests) num_prompt_tokens.push_back(static_cast<int64_t>(request.prompt_tokens.size()));
   std::vector<std::shared_ptr<engine::RequestStream>> streams;
@@ -168,12 +181,16 @@ std::string echo_chunks(Job& job, Part& part) {
   const bool scoring = !part.prompt_logprobs.empty();
   if (scoring && static_cast<int64_t>(part.prompt_logprobs.size()) < part.num_prompt_tokens) return {};
   part.echo_sent = true;
+  const proto::LogprobsText prompt_text = proto::render_logprobs(part.prompt_logprobs, 0);  // once for all choices
   std::string out;
   for (int32_t k = 0; k < part.stream->num_choices(); ++k) {
     const int32_t index = part.first_index + k;
-    proto::CompletionChoice choice{index, part.echo, std::nullopt, 0, std::nullopt};
-    if (job.want_logprobs) choice.logprobs = part.prompt_logprobs;
-    out += chunk_event(job, proto::completion_chunk(job.header, choice, job.include_usage));
+    const proto::CompletionChoiceText choice{
+        .index = index, .text = part.echo, .has_logprobs = job.want_logprobs, .shared = &prompt_text};
+    std::optional<std::string> usage;
+    if (job.continuous_usage) usage = proto::dump_json(proto::usage_object(usage_of(job)));
+    else if (job.include_usage) usage = "null";
+    out += "data: " + proto::completion_chunk_text(job.header, choice, usage) + "\n\n";
     job.choices[static_cast<size_t>(index)].num_chars_sent = proto::num_chars(part.echo);
   }
   return out;
@@ -220,6 +237,7 @@ std::string apply(Job& job, Part& part, engine::RequestEvent& event, bool stream
   tally.num_tokens = job.score_only ? 0 : finish.num_completion_tokens;
   tally.finish_reason = std::string(job.score_only ? "length" : finish.finish_reason());
   tally.error = finish.error;
+  tally.queue_timeout = finish.queue_timeout;
   part.num_cached_tokens = std::max(part.num_cached_tokens, finish.num_cached_tokens);
   // A failed choice ends the whole response with an error instead. A deadline is
   // not a failure: the choice ends with what it generated, finish_reason "timeout".
@@ -249,7 +267,7 @@ const Tally* failed_choice(const Job& job) {
 }
 
 // True when the deadline ended every choice before any token: there is nothing to
-// answer with, so the whole request fails (with a status clients do not retry).
+// answer with, so the whole request fails.
 bool timed_out_empty(const Job& job) {
   for (const Tally& choice : job.choices) {
     if (choice.finish_reason != "timeout" || choice.num_tokens > 0) return false;
@@ -280,13 +298,15 @@ asio::awaitable<void> answer_whole(Exchange& ex, Job& job, StreamWatch& watch) {
     co_return;
   }
   if (timed_out_empty(job)) {
-    set_error(ex.response, proto::request_timeout());
-    ex.response.set("x-should-retry", "false");
+    set_timeout_error(ex.response, std::ranges::any_of(job.choices, [](const Tally& t) { return t.queue_timeout; }));
     co_return;
   }
-  nlohmann::ordered_json body;
+  std::string body;
   if (job.api == Api::completions) {
-    std::vector<proto::CompletionChoice> choices;
+    // Written as text: each prompt's scored entries are rendered once, not per choice.
+    std::vector<proto::LogprobsText> prompt_texts;
+    for (const Part& part : job.parts) prompt_texts.push_back(proto::render_logprobs(part.prompt_logprobs, 0));
+    std::vector<proto::CompletionChoiceText> choices;
     const auto generated = static_cast<size_t>(job.parts.front().stream->num_choices());
     const auto returned = static_cast<size_t>(job.num_returned);
     for (size_t p = 0; p < job.parts.size(); ++p) {
@@ -301,18 +321,13 @@ asio::awaitable<void> answer_whole(Exchange& ex, Job& job, StreamWatch& watch) {
         ranked.resize(returned);
       }
       for (size_t k = 0; k < ranked.size(); ++k) {
-        Tally& tally = job.choices[ranked[k]];
-        proto::CompletionChoice choice{static_cast<int32_t>(p * returned + k), part.echo + tally.text, std::nullopt, 0,
-                                       tally.finish_reason};
-        if (job.want_logprobs) {
-          std::vector<proto::TokenLogprob> logprobs = part.prompt_logprobs;
-          logprobs.insert(logprobs.end(), tally.logprobs.begin(), tally.logprobs.end());
-          choice.logprobs = std::move(logprobs);
-        }
-        choices.push_back(std::move(choice));
+        const Tally& tally = job.choices[ranked[k]];
+        choices.push_back({.index = static_cast<int32_t>(p * returned + k), .echo = part.echo, .text = tally.text,
+                           .has_logprobs = job.want_logprobs, .shared = &prompt_texts[p], .entries = tally.logprobs,
+                           .finish_reason = tally.finish_reason});
       }
     }
-    body = proto::completion_object(job.header, choices, usage_of(job));
+    body = proto::completion_body(job.header, choices, usage_of(job));
   } else {
     std::vector<proto::ChatChoice> choices;
     for (size_t i = 0; i < job.choices.size(); ++i) {
@@ -321,11 +336,11 @@ asio::awaitable<void> answer_whole(Exchange& ex, Job& job, StreamWatch& watch) {
       if (job.want_logprobs) choice.logprobs = std::move(tally.logprobs);
       choices.push_back(std::move(choice));
     }
-    body = proto::chat_completion_object(job.header, choices, usage_of(job));
+    body = proto::dump_json(proto::chat_completion_object(job.header, choices, usage_of(job)));
   }
   ex.response.result(http::status::ok);
   ex.response.set(http::field::content_type, "application/json");
-  ex.response.body() = proto::dump_json(body);
+  ex.response.body() = std::move(body);
 }
 
 asio::awaitable<void> answer_stream(Exchange& ex, Job& job, StreamWatch& watch) {
@@ -375,6 +390,7 @@ asio::awaitable<void> answer_stream(Exchange& ex, Job& job, StreamWatch& watch) 
 // Everything after parsing, shared by both APIs.
 asio::awaitable<void> generate(Exchange& ex, Job& job, const proto::GenerationOptions& options,
                                std::vector<PreparedPrompt> prompts, const config::Config& config) {
+  job.client_id = client_identity(ex.request, config);
   if (auto error = submit(job, options, std::move(prompts), config)) {
     set_error(ex.response, *error);
     co_return;

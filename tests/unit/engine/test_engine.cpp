@@ -287,13 +287,18 @@ TEST_CASE("a passed deadline or queue deadline finishes with timeout") {
   r.deadline = Clock::now() - 1ms;
   auto submitted = engine.submit(std::move(r));
   REQUIRE(submitted.ok());
-  CHECK(collect(*submitted.stream)[0].finish.finish_reason() == "timeout");
+  ChoiceFinish finish = collect(*submitted.stream)[0].finish;
+  CHECK(finish.finish_reason() == "timeout");
+  CHECK_FALSE(finish.queue_timeout);  // its own deadline: final
 
   GenerationRequest q = greedy_request("late-queue", make_prompt(2, 8), 100);
   q.queue_deadline = Clock::now() - 1ms;
   submitted = engine.submit(std::move(q));
   REQUIRE(submitted.ok());
-  CHECK(collect(*submitted.stream)[0].finish.finish_reason() == "timeout");
+  finish = collect(*submitted.stream)[0].finish;
+  CHECK(finish.finish_reason() == "timeout");
+  CHECK(finish.queue_timeout);  // never admitted: worth a retry
+  CHECK(finish.error == "the queue timeout passed before admission");
 
   // A deadline that passes during generation (the default one from the config).
   // Each step takes at least 5 ms here, so 200 tokens need a second and the 30 ms

@@ -53,6 +53,34 @@ TEST_CASE("submit_all: the queue must take every choice at once, or none") {
   CHECK(engine.stats().num_pending == 0);
 }
 
+TEST_CASE("submit_all: one request may queue at most max_waiting_per_request choices") {
+  LoadedFixture f = load_engine_fixture("llama");
+  EngineConfig config = small_config();
+  config.max_waiting = 8;
+  config.max_waiting_per_request = 2;
+  Engine engine(*f.model, *f.tokenizer, config);  // not started: the inbox keeps what is queued
+  auto prompts = [](const std::string& id, int count, int32_t n) {
+    std::vector<GenerationRequest> requests;
+    for (int i = 0; i < count; ++i) {
+      requests.push_back(greedy_request(id + "-" + std::to_string(i), make_prompt(1, 8), 4));
+      requests.back().params.n = n;
+    }
+    return requests;
+  };
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  SubmitResult result = engine.submit_all(prompts("three", 3, 1), streams);
+  CHECK(result.status == SubmitStatus::rejected);  // never fits: not a 429 to retry
+  CHECK(result.param == "prompt");
+  CHECK(result.message.find("at most 2 (max_waiting_per_request)") != std::string::npos);
+  result = engine.submit_all(prompts("wide", 1, 3), streams);
+  CHECK(result.status == SubmitStatus::rejected);
+  CHECK(result.param == "n");
+  CHECK(engine.stats().num_pending == 0);
+  CHECK(engine.submit_all(prompts("two", 2, 1), streams).ok());
+  CHECK(engine.submit_all(prompts("pair", 1, 2), streams).ok());
+  CHECK(engine.stats().num_pending == 3);
+}
+
 TEST_CASE("logit_bias and stop_token_ids must name tokens of the vocabulary") {
   LoadedFixture f = load_engine_fixture("llama");
   Engine engine(*f.model, *f.tokenizer, small_config());

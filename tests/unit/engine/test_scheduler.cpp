@@ -378,9 +378,11 @@ TEST_CASE("Scheduler: queue-wait and request deadlines finish with timeout") {
   const ScheduledStep s3 = step_once(scheduler, t0 + milliseconds(10));
   CHECK(s3.finished == std::vector<SequencePtr>{b});
   CHECK(b->finish_reason() == FinishReason::timeout);
+  CHECK(b->timed_out_in_queue());  // never admitted: the queue deadline
   const ScheduledStep s4 = scheduler.schedule(t0 + milliseconds(20));
   CHECK(s4.finished == std::vector<SequencePtr>{a});
   CHECK(a->finish_reason() == FinishReason::timeout);
+  CHECK_FALSE(a->timed_out_in_queue());  // its own deadline, while running
   CHECK(scheduler.block_pool().usage() == 0.0);
   CHECK(scheduler.stats().num_finished[static_cast<size_t>(FinishReason::timeout)] == 2);
 }
