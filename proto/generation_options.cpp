@@ -47,8 +47,9 @@ Error read_stop_token_ids(const Json& v, std::vector<int32_t>& out) {
 
 Error read_priority(const Json& v, GenerationOptions& options, const ParseOptions& parse) {
   if (!parse.allow_priority) {
-    // Accepted and ignored: any number, whatever its range (the README's promise).
-    if (!v.is_null() && !v.is_number()) return fields::type_error("priority", "an integer", v);
+    // Accepted and ignored: any integer, whatever its range (the README's promise).
+    const bool integral = v.is_number_integer() || (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>());
+    if (!v.is_null() && !integral) return fields::type_error("priority", "an integer", v);
     if (!v.is_null()) options.ignored_fields.push_back("priority");
     return std::nullopt;
   }

@@ -24,6 +24,7 @@
 #include "server/response_budget.h"
 #include "server/stream_watch.h"
 #include "server/submit_error.h"
+#include "server/text_fit.h"
 
 namespace sluice::server {
 namespace {
@@ -445,25 +446,15 @@ void log_ignored(const Exchange& ex, const proto::GenerationOptions& options) {
     spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
 }
 
-// Tokenizing (and rendering a chat template) costs CPU time in proportion to the
-// text: a text whose bytes alone prove it cannot fit the context is refused before
-// any of that work (`min_tokens` from the model's TokenCountBound).
-std::optional<proto::ApiError> check_text_fits(const ModelService& model, int64_t min_tokens, size_t num_bytes,
-                                               const std::string& param) {
-  const int64_t max_model_len = model.max_model_len();
-  if (min_tokens < max_model_len) return std::nullopt;
-  proto::ApiError error = proto::invalid_request(
-      "This model's maximum context length is " + std::to_string(max_model_len) + " tokens. However, your " +
-          param + " is " + std::to_string(num_bytes) + " bytes long, at least " + std::to_string(min_tokens) +
-          " tokens. Please reduce the length of the " + param + ".",
-      param);
-  error.code = "context_length_exceeded";
-  return error;
-}
-
 asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& services,
                                          const config::Config& config, PrepPool& prep) {
-  auto parsed = proto::parse_completion_request(ex.request.body(), parse_options(config));
+  // Parsing a body of megabytes costs milliseconds: off the I/O thread too.
+  auto parsed_or_busy = co_await prep.run([&] { return proto::parse_completion_request(ex.request.body(), parse_options(config)); });
+  if (!parsed_or_busy) {
+    set_error(ex.response, prep_pool_full(prep));
+    co_return;
+  }
+  auto& parsed = *parsed_or_busy;
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
     set_error(ex.response, *error);
     co_return;
@@ -495,7 +486,7 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
   for (const proto::Prompt& prompt : request.prompts) {
     const auto* text = std::get_if<std::string>(&prompt);
     if (!text) continue;
-    if (auto error = check_text_fits(*job.model, job.model->token_bound().min_tokens(*text), text->size(), "prompt")) {
+    if (auto error = text_too_long(job.model->max_model_len(), job.model->token_bound().min_tokens(*text), text->size(), "prompt")) {
       set_error(ex.response, *error);
       co_return;
     }
@@ -530,7 +521,13 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
 
 asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, const config::Config& config,
                                   PrepPool& prep) {
-  auto parsed = proto::parse_chat_request(ex.request.body(), parse_options(config));
+  // Parsing a body of megabytes costs milliseconds: off the I/O thread too.
+  auto parsed_or_busy = co_await prep.run([&] { return proto::parse_chat_request(ex.request.body(), parse_options(config)); });
+  if (!parsed_or_busy) {
+    set_error(ex.response, prep_pool_full(prep));
+    co_return;
+  }
+  auto& parsed = *parsed_or_busy;
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
     set_error(ex.response, *error);
     co_return;
@@ -553,7 +550,7 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
   size_t num_content_bytes = 0;  // the rendered prompt holds at least the contents
   for (const proto::ChatMessage& message : request.messages) num_content_bytes += message.content.size();
   const int64_t min_tokens = job.model->token_bound().min_tokens_of_bytes(num_content_bytes);
-  if (auto error = check_text_fits(*job.model, min_tokens, num_content_bytes, "messages")) {
+  if (auto error = text_too_long(job.model->max_model_len(), min_tokens, num_content_bytes, "messages")) {
     set_error(ex.response, *error);
     co_return;
   }

@@ -8,6 +8,7 @@
 #include "proto/sse.h"
 #include "proto/tokenize.h"
 #include "server/routes_generate.h"
+#include "server/text_fit.h"
 
 namespace sluice::server {
 namespace {
@@ -42,7 +43,9 @@ ModelService* pick_model(Response& response, const ModelServices& services,
 // Bounded like the generation routes: a text that cannot fit the context is
 // refused before tokenizing, and the tokenizing runs on the PrepPool.
 asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, PrepPool& prep) {
-  auto parsed = proto::parse_tokenize_request(ex.request.body());
+  auto parsed_or_busy = co_await prep.run([&] { return proto::parse_tokenize_request(ex.request.body()); });
+  if (!parsed_or_busy) co_return set_error(ex.response, prep_pool_full(prep));
+  auto& parsed = *parsed_or_busy;
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) co_return set_error(ex.response, *error);
   auto& request = std::get<proto::TokenizeRequest>(parsed);
   ModelService* model = pick_model(ex.response, services, request.model);
@@ -61,14 +64,8 @@ asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, Prep
     num_bytes = request.prompt->size();
     min_tokens = model->token_bound().min_tokens(*request.prompt);
   }
-  if (min_tokens > max_model_len) {
-    proto::ApiError error = proto::invalid_request(
-        "This model's maximum context length is " + std::to_string(max_model_len) + " tokens. However, your " +
-            param + " is " + std::to_string(num_bytes) + " bytes long, at least " + std::to_string(min_tokens) +
-            " tokens. Please reduce the length of the " + param + ".",
-        param);
-    error.code = "context_length_exceeded";
-    co_return set_error(ex.response, error);
+  if (auto error = text_too_long(max_model_len, min_tokens, num_bytes, param, /*reserve=*/0)) {
+    co_return set_error(ex.response, *error);
   }
   const tokenizer::Tokenizer& tok = model->tokenizer();
   std::optional<std::vector<int32_t>> tokens;
