@@ -18,13 +18,13 @@ std::span<const std::byte> bytes_of(const std::vector<T>& values) {
 }  // namespace
 
 CodePredictor::CodePredictor(backends::Backend& backend, const TtsConfig& config, const TtsWeights& weights,
-                             int64_t max_batch, DType kv_dtype)
+                             int64_t max_batch)
     : backend_(backend),
       config_(config),
       weights_(weights),
       max_batch_(max_batch),
       workspace_(backend, config.predictor),
-      cache_(backend, config.predictor, KvCacheConfig{max_batch, config.num_code_groups, kv_dtype}) {}
+      cache_(backend, config.predictor, KvCacheConfig{max_batch, config.num_code_groups, DType::F32}) {}
 
 void CodePredictor::project(const Tensor& rows, const Tensor& hidden) {
   const PredictorWeights& w = weights_.predictor;

@@ -7,6 +7,13 @@
 // lm_head[j] on each last row. proj is small_to_mtp_projection when the talker is
 // wider than the predictor, else the identity. Owns its workspace and KV; the
 // engine thread of its model calls it.
+//
+// Its KV is F32 whatever the talker's is: 15 decisions per frame over logits that
+// spread tens of units make it the stage most sensitive to rounding (an F16 KV
+// flipped greedy codes the official package picks by margins of 1e-3..1e-2, see
+// tests/fixtures/qwen3_tts custom_voice_wide), and it holds only
+// num_code_groups positions per sequence (5 layers x 16 positions x 8 KV heads x 128
+// x 2 x 4 bytes = 640 KiB per sequence for the real models).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,8 +32,7 @@ namespace sluice::engine::tts {
 class CodePredictor {
  public:
   // max_batch: the most sequences one call takes (its KV holds one block each).
-  CodePredictor(backends::Backend& backend, const TtsConfig& config, const TtsWeights& weights, int64_t max_batch,
-                backends::DType kv_dtype);
+  CodePredictor(backends::Backend& backend, const TtsConfig& config, const TtsWeights& weights, int64_t max_batch);
 
   // Picks code `codebook` (1..G-1) for each batch row from its logits [cv] (host
   // memory); the sampler's choice, called in codebook order.

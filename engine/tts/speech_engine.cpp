@@ -74,7 +74,7 @@ SpeechEngine::SpeechEngine(const TtsModel& model, CodecDecoder& codec, SpeechEng
   backends::Backend& backend = model_.backend();
   cache_ = std::make_unique<KvCache>(backend, hp, KvCacheConfig{num_blocks_, config_.block_size, config_.kv_dtype});
   talker_ = std::make_unique<Talker>(backend, tc, model_.weights());
-  predictor_ = std::make_unique<CodePredictor>(backend, tc, model_.weights(), config_.max_num_seqs, config_.kv_dtype);
+  predictor_ = std::make_unique<CodePredictor>(backend, tc, model_.weights(), config_.max_num_seqs);
   talker_sampler_ = std::make_unique<Sampler>(static_cast<int32_t>(hp.vocab_size));
   predictor_sampler_ = std::make_unique<Sampler>(static_cast<int32_t>(tc.predictor.vocab_size));
   SchedulerConfig sc;

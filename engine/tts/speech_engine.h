@@ -71,7 +71,7 @@ struct SpeechEngineConfig {
   int32_t max_waiting = 256;             // queued requests beyond which submit says queue_full
   std::optional<std::chrono::milliseconds> default_deadline;
   size_t stream_capacity = 4096;         // audio deltas a stream buffers before the request is aborted
-  backends::DType kv_dtype = backends::DType::F16;
+  backends::DType kv_dtype = backends::DType::F16;  // the talker's pool (the code predictor's KV is F32)
   int32_t default_max_frames = 2047;     // frames of a request that names none (capped by the checkpoint)
   int64_t max_decode_frames = 50;        // frames the codec worker decodes in one call at most
   // Shared with the process's other CPU engines (compute_turns.h); null: the engine

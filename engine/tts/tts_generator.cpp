@@ -46,7 +46,7 @@ TtsGenerator::TtsGenerator(const TtsModel& model, TtsGeneratorOptions options)
       cache_(model.backend(), config_.talker,
              KvCacheConfig{std::max<int64_t>(1, (options.kv_tokens + 15) / 16), 16, options.kv_dtype}),
       talker_(model.backend(), config_, model.weights()),
-      predictor_(model.backend(), config_, model.weights(), std::max(options.max_sequences, 1), options.kv_dtype),
+      predictor_(model.backend(), config_, model.weights(), std::max(options.max_sequences, 1)),
       talker_sampler_(static_cast<int32_t>(config_.talker.vocab_size)),
       predictor_sampler_(static_cast<int32_t>(config_.predictor.vocab_size)) {
   for (int64_t b = cache_.num_blocks() - 1; b >= 0; --b) free_blocks_.push_back(static_cast<int32_t>(b));

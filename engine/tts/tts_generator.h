@@ -56,7 +56,7 @@ struct TtsRequest {
 struct TtsGeneratorOptions {
   int32_t max_sequences = 8;     // running at once
   int64_t kv_tokens = 16384;     // talker KV positions shared by all sequences
-  backends::DType kv_dtype = backends::DType::F16;  // F32 for parity tests
+  backends::DType kv_dtype = backends::DType::F16;  // the talker's (the code predictor's is F32); F32 for parity tests
   // Frames of a request that names none: the checkpoint's max_new_tokens - 1,
   // capped here (the official wrapper's own fallback is max_new_tokens 2048).
   int32_t default_max_frames = 2047;

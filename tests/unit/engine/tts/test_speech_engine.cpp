@@ -2,13 +2,17 @@
 // custom_voice_small with its codec): every request's audio equals what it gets
 // alone (TtsGenerator's codes decoded at once), whatever runs beside it, however
 // the codec chunks it, and through preemption; cancel, deadline, stop and the
-// refusals at submit.
+// refusals at submit. On custom_voice_wide, the long greedy goldens of the official
+// package come out of the engine as they are (the server's path).
 #include "engine/tts/speech_engine.h"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "backends/backend.h"
 #include "engine/loader/tensor_set.h"
@@ -21,16 +25,21 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-const fs::path kCheckpoint = fs::path(SLUICE_FIXTURES_DIR) / "qwen3_tts" / "custom_voice_small";
+const fs::path kFixtures = fs::path(SLUICE_FIXTURES_DIR) / "qwen3_tts";
+const fs::path kCheckpoint = kFixtures / "custom_voice_small";
 
 // The talker and the codec on separate backends, as the server runs them.
 struct World {
+  explicit World(const fs::path& checkpoint = kCheckpoint)
+      : model(TtsModel::load(checkpoint, *backend)),
+        codec_tensors(loader::open_tensor_set(checkpoint / "speech_tokenizer")),
+        codec(CodecDecoder::load(*codec_tensors, read_codec_config(checkpoint / "speech_tokenizer" / "config.json"),
+                                 *codec_backend)) {}
   std::unique_ptr<backends::Backend> backend = backends::make_cpu_backend(1);
   std::unique_ptr<backends::Backend> codec_backend = backends::make_cpu_backend(1);
-  std::unique_ptr<TtsModel> model = TtsModel::load(kCheckpoint, *backend);
-  std::unique_ptr<loader::TensorSet> codec_tensors = loader::open_tensor_set(kCheckpoint / "speech_tokenizer");
-  CodecDecoder codec = CodecDecoder::load(
-      *codec_tensors, read_codec_config(kCheckpoint / "speech_tokenizer" / "config.json"), *codec_backend);
+  std::unique_ptr<TtsModel> model;
+  std::unique_ptr<loader::TensorSet> codec_tensors;
+  CodecDecoder codec;
 
   int64_t samples_per_frame() const { return codec.config().samples_per_frame; }
 };
@@ -143,6 +152,48 @@ TEST_CASE("speech requests batched in one engine each get the audio they get alo
   CHECK(engine.stats().num_finished[static_cast<size_t>(FinishReason::length)] +
             engine.stats().num_finished[static_cast<size_t>(FinishReason::stop)] ==
         3);
+}
+
+TEST_CASE("speech engine: the official package's long greedy runs, all at once, as they are") {
+  // custom_voice_wide's goldens (make_fixtures.py): an explicit language, a dialect
+  // speaker under auto with CJK text, instructions; up to 96 frames. The engine's
+  // default config (F16 talker KV) must give the official codes: its audio is those
+  // codes decoded.
+  World w(kFixtures / "custom_voice_wide");
+  std::vector<nlohmann::json> cases;
+  for (const auto& entry : fs::directory_iterator(kFixtures / "talker_golden" / "custom_voice_wide"))
+    cases.push_back(nlohmann::json::parse(std::ifstream(entry.path() / "case.json")));
+  REQUIRE(cases.size() >= 3);
+  std::vector<std::vector<float>> wants;  // decoded before the engine's codec worker runs
+  for (const nlohmann::json& c : cases) {
+    std::vector<int32_t> codes;
+    for (const auto& frame : c["codes"]) codes.insert(codes.end(), frame.begin(), frame.end());
+    wants.push_back(w.codec.decode_all(codes));
+  }
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  engine.start();
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const nlohmann::json& a = cases[i]["args"];
+    TtsRequest r = testing::make_request(a["text"], a["speaker"], 0.0f, 0, a["max_new_tokens"].get<int32_t>() - 1);
+    r.prompt.language = a["language"];
+    r.prompt.instructions = a.value("instruct", "");
+    const SubmitResult submitted = engine.submit(speech("golden" + std::to_string(i), r));
+    REQUIRE_MESSAGE(submitted.ok(), submitted.message);
+    streams.push_back(submitted.stream);
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(cases[i]["args"].dump());
+    const std::vector<float>& want = wants[i];
+    const Outcome got = collect(*streams[i]);
+    CHECK(got.finish.num_completion_tokens == cases[i]["frames"].get<int64_t>());
+    CHECK(got.finish.finish_reason() == (cases[i]["stop"] == "eos" ? "stop" : "length"));
+    REQUIRE(got.pcm.size() == want.size());
+    size_t first = 0;
+    while (first < want.size() && got.pcm[first] == want[first]) ++first;
+    CHECK_MESSAGE(first == want.size(), "audio differs from frame " << first / w.samples_per_frame());
+  }
+  wait_until_idle(engine);
 }
 
 TEST_CASE("a speech sequence preempted for KV recomputes its rows and continues unchanged") {

@@ -2,8 +2,10 @@
 // tests/fixtures/qwen3_tts (made by its make_fixtures.py in float32 from the BF16
 // checkpoints): prompt rows, input embeddings, the talker's last logits and
 // final-norm hidden state, and greedy codes for every golden case, alone and all
-// cases of a checkpoint batched together. The reference CPU backend (F32 math,
-// weights widened from BF16) runs them.
+// cases of a checkpoint batched together, with an F32 talker KV and with the F16 one
+// that `sluice speak` and the server use; for the long runs also without the
+// repetition penalty (the codes must part from the golden where the official ones
+// do). The reference CPU backend (F32 math, weights widened from BF16) runs them.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -62,6 +64,14 @@ std::vector<fs::path> cases_of(const std::string& fixture) {
   for (const auto& entry : fs::directory_iterator(kFixtures / "talker_golden" / fixture)) out.push_back(entry.path());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// The first frame where two code lists differ (a length difference counts);
+// the common length when they are equal.
+size_t first_difference(const std::vector<std::vector<int32_t>>& a, const std::vector<std::vector<int32_t>>& b) {
+  size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+  return k;
 }
 
 TtsRequest request_of(const json& c) {
@@ -145,14 +155,14 @@ void check_fixture(const std::string& fixture) {
     requests.push_back(r);
     goldens.push_back(c);
   }
-  REQUIRE(requests.size() >= 4);
+  REQUIRE(requests.size() >= 3);
 
   // Greedy codes, each case alone and all cases in one batch.
-  auto generate = [&](const std::vector<TtsRequest>& batch) {
+  auto generate = [&](const std::vector<TtsRequest>& batch, backends::DType kv_dtype = backends::DType::F32) {
     TtsGeneratorOptions options;
     options.max_sequences = static_cast<int32_t>(batch.size());
     options.kv_tokens = 2048;
-    options.kv_dtype = backends::DType::F32;
+    options.kv_dtype = kv_dtype;
     TtsGenerator gen(*model, options);
     std::map<int64_t, size_t> index;
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -184,6 +194,18 @@ void check_fixture(const std::string& fixture) {
     CHECK(alone.second[0] == want_stop);
     CHECK(together.first[i] == want);
     CHECK(together.second[i] == want_stop);
+    // As `sluice speak` runs it: the talker's KV in F16 (the code predictor's stays F32).
+    const auto f16 = generate({requests[i]}, backends::DType::F16);
+    CHECK_MESSAGE(f16.first[0] == want, "F16 talker KV: first differing frame "
+                                            << first_difference(f16.first[0], want) << " of " << want.size());
+    CHECK(f16.second[0] == want_stop);
+    if (goldens[i].contains("penalty_changes_from_frame") && !goldens[i]["penalty_changes_from_frame"].is_null()) {
+      // The official codes without the penalty part from these at that frame: ours too.
+      TtsRequest no_penalty = requests[i];
+      no_penalty.repetition_penalty = 1.0f;
+      const auto plain = generate({no_penalty});
+      CHECK(first_difference(plain.first[0], want) == goldens[i]["penalty_changes_from_frame"].get<size_t>());
+    }
   }
 }
 
@@ -250,6 +272,11 @@ TEST_CASE("tts parity: CustomVoice 0.6B-style fixture against the official packa
 
 TEST_CASE("tts parity: VoiceDesign 1.7B-style fixture (small_to_mtp_projection) against the official package") {
   check_fixture("voice_design_wide");
+}
+
+TEST_CASE("tts parity: CustomVoice 1.7B-style fixture, long runs (think prefix, dialect, CJK, penalty) against the "
+          "official package") {
+  check_fixture("custom_voice_wide");
 }
 
 }  // namespace sluice::engine::tts
