@@ -111,6 +111,7 @@ TEST_CASE("tts generator: sequences started mid-run equal runs alone") {
     if (step == 2) b = gen.start(second).id;
     for (const auto& e : gen.step()) {
       if (e.codes.empty()) continue;
+      CHECK((e.id == a || e.id == b));
       (e.id == a ? codes_a : codes_b).push_back(e.codes);
     }
   }
