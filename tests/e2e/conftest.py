@@ -64,6 +64,21 @@ class Daemon:
         with self._lock:
             return "\n".join(self.lines)
 
+    def count_log(self, pattern):
+        return len(re.findall(pattern, self.log))
+
+    def wait_for_log_count(self, pattern, count, timeout=20.0):
+        """Waits until `pattern` occurs at least `count` times; returns how many times.
+        Counting, not searching: on a shared daemon an earlier line already matches."""
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self.count_log(pattern)
+            if seen >= count:
+                return seen
+            if self.proc.poll() is not None or time.monotonic() >= deadline:
+                raise AssertionError(f"/{pattern}/ seen {seen} of {count} times in:\n{self.log}")
+            time.sleep(0.02)
+
     def wait_for_log(self, pattern, timeout=20.0):
         regex = re.compile(pattern)
         deadline = time.monotonic() + timeout
