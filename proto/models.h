@@ -4,7 +4,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <vector>
 
-#include "engine/model_registry.h"
+#include "engine/model_info.h"
 
 namespace sluice::proto {
 

@@ -1,8 +1,8 @@
 #include "engine/chat/chat_template.h"
 
-#include "engine/chat/builtins.h"
-#include "engine/chat/lexer.h"
-#include "engine/chat/parser.h"
+#include "engine/chat/jinja/builtins.h"
+#include "engine/chat/jinja/lexer.h"
+#include "engine/chat/jinja/parser.h"
 
 namespace sluice::chat {
 namespace {

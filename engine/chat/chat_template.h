@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "engine/chat/ast.h"
-#include "engine/chat/evaluator.h"
-#include "engine/chat/template_error.h"
-#include "engine/chat/value.h"
+#include "engine/chat/jinja/ast.h"
+#include "engine/chat/jinja/evaluator.h"
+#include "engine/chat/jinja/template_error.h"
+#include "engine/chat/jinja/value.h"
 
 namespace sluice::chat {
 

@@ -22,7 +22,7 @@
 #include "proto/completions.h"
 #include "proto/errors.h"
 #include "proto/tokenize.h"
-#include "server/dispatcher.h"
+#include "server/http/dispatcher.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace {

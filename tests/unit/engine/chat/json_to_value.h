@@ -3,7 +3,7 @@
 // tojson must reproduce).
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/value.h"
+#include "engine/chat/jinja/value.h"
 
 namespace sluice::chat::testing {
 

@@ -7,11 +7,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/chat/builtins.h"
+#include "engine/chat/jinja/builtins.h"
 #include "engine/chat/chat_template.h"
-#include "engine/chat/evaluator.h"
-#include "engine/chat/lexer.h"
-#include "engine/chat/parser.h"
+#include "engine/chat/jinja/evaluator.h"
+#include "engine/chat/jinja/lexer.h"
+#include "engine/chat/jinja/parser.h"
 #include "tests/unit/engine/chat/json_to_value.h"
 
 namespace sluice::chat {

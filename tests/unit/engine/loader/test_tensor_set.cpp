@@ -11,6 +11,7 @@
 #include <string>
 
 #include "engine/loader/load_error.h"
+#include "engine/synthetic/random_tensor_set.h"
 
 namespace sluice::loader {
 namespace {

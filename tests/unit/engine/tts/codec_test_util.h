@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/loader/tensor_set.h"
-#include "engine/tts/codec_config.h"
+#include "engine/tts/codec/codec_config.h"
 
 namespace sluice::engine::tts::test {
 

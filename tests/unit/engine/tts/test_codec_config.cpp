@@ -1,4 +1,4 @@
-#include "engine/tts/codec_config.h"
+#include "engine/tts/codec/codec_config.h"
 
 #include <doctest/doctest.h>
 

@@ -6,9 +6,10 @@
 
 #include <cmath>
 
-#include "engine/tts/codec_decoder.h"
+#include "engine/tts/codec/codec_decoder.h"
 #include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/engine/tts/codec_test_util.h"
+#include "engine/synthetic/random_tensor_set.h"
 
 namespace sluice::engine::tts {
 

@@ -1,4 +1,4 @@
-#include "engine/tts/codec_decoder.h"
+#include "engine/tts/codec/codec_decoder.h"
 
 #include <doctest/doctest.h>
 
@@ -10,6 +10,7 @@
 
 #include "engine/loader/load_error.h"
 #include "tests/unit/engine/tts/codec_test_util.h"
+#include "engine/synthetic/random_tensor_set.h"
 
 namespace sluice::engine::tts {
 namespace {

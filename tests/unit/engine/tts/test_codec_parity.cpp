@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/tts/codec_decoder.h"
+#include "engine/tts/codec/codec_decoder.h"
 #include "tests/unit/prerequisites.h"
 
 namespace sluice::engine::tts {

@@ -4,7 +4,7 @@
 // the codec chunks it, and through preemption; cancel, deadline, stop and the
 // refusals at submit. On custom_voice_wide, the long greedy goldens of the official
 // package come out of the engine as they are (the server's path).
-#include "engine/tts/speech_engine.h"
+#include "engine/tts/serving/speech_engine.h"
 
 #include <doctest/doctest.h>
 
@@ -16,7 +16,7 @@
 
 #include "backends/backend.h"
 #include "engine/loader/tensor_set.h"
-#include "engine/tts/codec_config.h"
+#include "engine/tts/codec/codec_config.h"
 #include "tts_test_util.h"
 
 namespace sluice::engine::tts {

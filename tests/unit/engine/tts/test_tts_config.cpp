@@ -1,4 +1,4 @@
-#include "engine/tts/tts_config.h"
+#include "engine/tts/model/tts_config.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/tts/tts_generator.h"
+#include "engine/tts/model/tts_generator.h"
 
 #include <doctest/doctest.h>
 
@@ -7,6 +7,7 @@
 #include "backends/backend.h"
 #include "engine/loader/tensor_set.h"
 #include "tts_test_util.h"
+#include "engine/synthetic/random_tensor_set.h"
 
 namespace sluice::engine::tts {
 namespace {

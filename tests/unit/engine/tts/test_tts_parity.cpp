@@ -18,8 +18,8 @@
 
 #include "backends/backend.h"
 #include "engine/loader/load_error.h"
-#include "engine/tts/talker.h"
-#include "engine/tts/tts_generator.h"
+#include "engine/tts/model/talker.h"
+#include "engine/tts/model/tts_generator.h"
 
 namespace sluice::engine::tts {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/tts/tts_prompt.h"
+#include "engine/tts/model/tts_prompt.h"
 
 #include <doctest/doctest.h>
 

@@ -12,7 +12,8 @@
 
 #include "backends/backend.h"
 #include "engine/loader/tensor_set.h"
-#include "engine/tts/tts_generator.h"
+#include "engine/tts/model/tts_generator.h"
+#include "engine/synthetic/random_tensor_set.h"
 
 namespace sluice::engine::tts {
 

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/tts/tts_config.h"
-#include "engine/tts/tts_generator.h"
+#include "engine/tts/model/tts_config.h"
+#include "engine/tts/model/tts_generator.h"
 
 namespace sluice::engine::tts::testing {
 

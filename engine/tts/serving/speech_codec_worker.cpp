@@ -1,0 +1,264 @@
+#include "engine/tts/serving/speech_codec_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "engine/tts/serving/speech_engine.h"
+
+namespace sluice::engine::tts {
+
+struct SpeechCodecWorker::Job {
+  std::string id;
+  std::shared_ptr<RequestStream> stream;
+  Clock::time_point arrival;
+  int32_t first_chunk_frames = 1;
+  int32_t chunk_frames = 4;
+  std::optional<CodecStream> codec;  // made on the worker thread at the first decode
+  std::vector<int32_t> pending;      // codes of the frames not decoded yet
+  int64_t frames_sent = 0;
+  bool busy = false;    // decoding outside the lock
+  bool ended = false;   // no more frames will come
+  bool drop = false;    // ended by an abort: pending frames are not decoded
+  ChoiceFinish finish;  // pushed once ended and drained
+
+  size_t pending_frames(size_t groups) const { return pending.size() / groups; }
+};
+
+SpeechCodecWorker::SpeechCodecWorker(CodecDecoder& codec, int64_t max_decode_frames, SpeechObserver* observer,
+                                     ComputeTurns& turns)
+    : codec_(codec),
+      max_decode_frames_(std::max<int64_t>(1, max_decode_frames)),
+      observer_(observer),
+      turns_(turns),
+      groups_(static_cast<size_t>(codec.config().num_quantizers)),
+      seconds_per_frame_(static_cast<double>(codec.config().samples_per_frame) /
+                         static_cast<double>(codec.config().output_sample_rate)) {}
+
+SpeechCodecWorker::~SpeechCodecWorker() { stop(); }
+
+void SpeechCodecWorker::start() {
+  std::lock_guard lock(mutex_);
+  if (started_) return;
+  started_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void SpeechCodecWorker::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, job] : jobs_) {
+      if (job->ended) continue;
+      job->ended = true;
+      job->drop = true;
+      job->finish.reason = FinishReason::abort;
+      job->finish.error = "the server is shutting down";
+    }
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SpeechCodecWorker::begin(const std::string& id, std::shared_ptr<RequestStream> stream,
+                              Clock::time_point arrival, int32_t first_chunk_frames, int32_t chunk_frames) {
+  if (failed_.load()) {
+    // Nothing would ever decode it or push its finish.
+    ChoiceFinish finish;
+    finish.reason = FinishReason::error;
+    std::lock_guard lock(mutex_);
+    finish.error = failure_;
+    stream->push_finish(std::move(finish));
+    return;
+  }
+  auto job = std::make_unique<Job>();
+  job->id = id;
+  job->stream = std::move(stream);
+  job->arrival = arrival;
+  job->first_chunk_frames = std::max(first_chunk_frames, 1);
+  job->chunk_frames = std::max(chunk_frames, 1);
+  std::lock_guard lock(mutex_);
+  order_.push_back(id);
+  jobs_[id] = std::move(job);
+}
+
+void SpeechCodecWorker::add_frame(const std::string& id, std::span<const int32_t> codes) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->ended || it->second->drop) return;
+    it->second->pending.insert(it->second->pending.end(), codes.begin(), codes.end());
+  }
+  cv_.notify_one();
+}
+
+void SpeechCodecWorker::end(const std::string& id, ChoiceFinish finish, bool decode_pending) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->ended) return;
+    Job& job = *it->second;
+    job.ended = true;
+    job.drop = !decode_pending;
+    // A decode failure already said what went wrong: keep its reason and message.
+    if (job.finish.reason == FinishReason::error) {
+      finish.reason = FinishReason::error;
+      finish.error = std::move(job.finish.error);
+    }
+    job.finish = std::move(finish);
+  }
+  cv_.notify_one();
+}
+
+size_t SpeechCodecWorker::num_jobs() const {
+  std::lock_guard lock(mutex_);
+  return jobs_.size();
+}
+
+std::optional<std::string> SpeechCodecWorker::failure() const {
+  if (!failed_.load()) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+// What one pass decodes for one job.
+struct SpeechCodecWorker::Work {
+  Job* job = nullptr;
+  std::vector<int32_t> codes;
+  size_t frames = 0;
+  bool delivered = false;
+  std::string failure;
+};
+
+// Under mutex_: finishes every job that is done, then takes every job that has a
+// chunk's worth of frames (any frames once ended), those still waiting for their
+// first audio first: time to first audio is what a listener notices.
+std::vector<SpeechCodecWorker::Work> SpeechCodecWorker::take_ready() {
+  const std::vector<std::string> ids = order_;
+  for (const std::string& id : ids) {
+    Job& job = *jobs_.at(id);
+    if (!job.busy && job.ended && (job.drop || job.pending.empty())) finish_job(job);
+  }
+  std::vector<Work> out;
+  for (const bool first_audio : {true, false}) {
+    for (const std::string& id : order_) {
+      Job& job = *jobs_.at(id);
+      if (job.busy || (job.frames_sent == 0) != first_audio) continue;
+      const size_t pending = job.pending_frames(groups_);
+      const auto target = static_cast<size_t>(first_audio ? job.first_chunk_frames : job.chunk_frames);
+      if (pending == 0 || (!job.ended && pending < target)) continue;
+      Work w;
+      w.job = &job;
+      w.frames = std::min(pending, static_cast<size_t>(max_decode_frames_));
+      const auto end = job.pending.begin() + static_cast<std::ptrdiff_t>(w.frames * groups_);
+      w.codes.assign(job.pending.begin(), end);
+      job.pending.erase(job.pending.begin(), end);
+      job.busy = true;
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
+void SpeechCodecWorker::finish_job(Job& job) {
+  if (job.drop) job.finish.num_completion_tokens = std::min(job.finish.num_completion_tokens, job.frames_sent);
+  const double audio_s = static_cast<double>(job.frames_sent) * seconds_per_frame_;
+  const double wall_s = std::chrono::duration<double>(Clock::now() - job.arrival).count();
+  if (observer_) observer_->on_speech_finished(job.finish.reason, audio_s, wall_s);
+  job.stream->push_finish(std::move(job.finish));
+  order_.erase(std::find(order_.begin(), order_.end(), job.id));
+  jobs_.erase(job.id);  // job is gone from here on
+}
+
+// Outside the lock, within the pass's turn: decodes and hands the audio out at once.
+void SpeechCodecWorker::decode(Work& w) {
+  Job& job = *w.job;
+  AudioDelta delta;
+  delta.num_frames = static_cast<int64_t>(w.frames);
+  try {
+    if (!job.codec) job.codec.emplace(codec_.start());
+    job.codec->decode(w.codes, delta.pcm);
+  } catch (const std::exception& e) {
+    w.failure = e.what();
+  } catch (...) {
+    w.failure = "an exception of unknown type";
+  }
+  if (!w.failure.empty()) {
+    spdlog::error("speech request {}: decoding failed: {}", job.id, w.failure);
+    job.stream->cancel();
+    return;
+  }
+  const bool first = job.frames_sent == 0;  // only this thread writes frames_sent
+  w.delivered = job.stream->push_delta(std::move(delta));
+  if (!w.delivered) job.stream->cancel();  // the client stopped reading: the engine aborts it
+  if (w.delivered && first && observer_)
+    observer_->on_first_audio(std::chrono::duration<double>(Clock::now() - job.arrival).count());
+}
+
+void SpeechCodecWorker::loop() {
+  // Nothing may leave the thread: an exception escaping it ends the process.
+  try {
+    run_passes();
+  } catch (const std::exception& e) {
+    fail_all(e.what());
+  } catch (...) {
+    fail_all("an exception of unknown type");
+  }
+}
+
+// The thread is done: every request it holds ends with "error" (no more audio can
+// come), and failure() says why.
+void SpeechCodecWorker::fail_all(const std::string& why) {
+  spdlog::critical("the speech codec thread stopped: {}", why);
+  std::lock_guard lock(mutex_);
+  failure_ = "the codec thread stopped: " + why;
+  failed_.store(true);
+  for (auto& [id, job] : jobs_) {
+    ChoiceFinish finish = std::move(job->finish);
+    finish.reason = FinishReason::error;
+    finish.error = failure_;
+    finish.num_completion_tokens = job->frames_sent;
+    try {
+      job->stream->push_finish(std::move(finish));
+    } catch (...) {
+      spdlog::error("speech request {}: its finish could not be pushed", id);
+    }
+  }
+  jobs_.clear();
+  order_.clear();
+}
+
+// One pass at a time: every ready job decoded once within one compute turn, so a
+// step of N new frames is followed by one pass over the N voices.
+void SpeechCodecWorker::run_passes() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    std::vector<Work> work = take_ready();
+    if (work.empty()) {
+      if (stopping_ && jobs_.empty()) return;
+      cv_.wait(lock);
+      continue;
+    }
+    lock.unlock();
+    {
+      ComputeTurns::Turn turn(turns_);
+      for (Work& w : work) decode(w);
+    }
+    lock.lock();
+    for (Work& w : work) {
+      Job& job = *w.job;
+      job.busy = false;
+      if (w.delivered) job.frames_sent += static_cast<int64_t>(w.frames);
+      if (!w.failure.empty()) {
+        job.finish.reason = FinishReason::error;
+        job.finish.error = "decoding the audio failed: " + w.failure;
+        job.drop = true;
+        job.pending.clear();
+      }
+    }
+  }
+}
+
+}  // namespace sluice::engine::tts

@@ -1,0 +1,398 @@
+// POST /v1/audio/speech: parse (proto/speech.h), resolve the voice, submit to the
+// model's SpeechEngine, then turn its AudioDelta events into encoded audio
+// (SpeechAudio: speed, sample rate, format) sent whole, streamed, or as SSE events.
+//
+// A whole response is held in memory until its end, so it is bounded by
+// max_speech_body_bytes (speech_errors.h); streams are not.
+//
+// Streamed responses send their header only with the first audio bytes, so a request
+// that fails before making any audio (a deadline passed in the queue, an engine
+// error) still gets a plain error status. After the header: SSE sends an error event;
+// an audio stream ends early, cleanly for a deadline (the audio made so far) and
+// without its last chunk for a failure, so the client sees a broken transfer.
+#include "server/api/routes_speech.h"
+
+#include <boost/beast/core/detail/base64.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "proto/errors.h"
+#include "proto/responses.h"
+#include "proto/speech.h"
+#include "proto/sse.h"
+#include "server/http/chunked_writer.h"
+#include "server/audio/speech_audio.h"
+#include "server/api/speech_errors.h"
+#include "server/services/speech_service.h"
+#include "server/http/stream_watch.h"
+#include "server/api/submit_error.h"
+
+namespace sluice::server {
+namespace {
+
+// One speech response in progress.
+struct SpeechJob {
+  SpeechService* service = nullptr;
+  proto::SpeechRequest request;
+  std::shared_ptr<engine::RequestStream> stream;
+  std::unique_ptr<SpeechAudio> audio;
+  std::optional<engine::ChoiceFinish> finish;
+  int64_t num_frames = 0;
+};
+
+void set_error(Response& response, const proto::ApiError& error) {
+  response.result(static_cast<unsigned>(error.status));
+  response.set(http::field::content_type, "application/json");
+  response.body() = proto::error_body(error);
+}
+
+std::string base64(std::string_view bytes) {
+  namespace b64 = boost::beast::detail::base64;
+  std::string out(b64::encoded_size(bytes.size()), '\0');
+  out.resize(b64::encode(out.data(), bytes.data(), bytes.size()));
+  return out;
+}
+
+// Pops what the engine has sent: audio through the pipeline (the bytes it releases
+// are returned), the finish kept, with the pipeline's rest appended when the
+// speech is complete.
+std::string drain(SpeechJob& job) {
+  std::string bytes;
+  while (auto event = job.stream->try_pop()) {
+    if (auto* audio = std::get_if<engine::AudioDelta>(&*event)) {
+      bytes += job.audio->push(audio->pcm);
+      job.num_frames += audio->num_frames;
+    } else if (auto* finish = std::get_if<engine::ChoiceFinish>(&*event)) {
+      job.finish = std::move(*finish);
+    }
+  }
+  return bytes;
+}
+
+bool is_complete(const engine::ChoiceFinish& finish) {
+  return finish.reason == engine::FinishReason::stop || finish.reason == engine::FinishReason::length;
+}
+
+// Why a request that did not complete failed, as the client is told it.
+proto::ApiError failure_of(const SpeechJob& job, const std::string& request_id) {
+  engine::tts::SpeechEngine& engine = job.service->engine();
+  return speech_failure(*job.finish, job.num_frames, {engine.death_reason(), engine.is_stopping()}, request_id);
+}
+
+// The client went away: there is no one to answer. Counted and logged as 499
+// (nginx's "client closed request"), nothing is written.
+void mark_client_gone(Exchange& ex) {
+  ex.response.result(499);
+  ex.response_sent = true;
+  ex.keep_alive_after = false;
+}
+
+void set_usage_headers(Response& response, const engine::ChoiceFinish& finish) {
+  response.set("x-sluice-input-tokens", std::to_string(finish.num_prompt_tokens));
+  response.set("x-sluice-output-tokens", std::to_string(finish.num_completion_tokens));
+}
+
+// Waits for events until the speech finishes or the client leaves; returns the
+// audio bytes made meanwhile.
+asio::awaitable<std::string> next_bytes(SpeechJob& job, StreamWatch& watch) {
+  std::string bytes = drain(job);
+  while (bytes.empty() && !job.finish && !watch.is_client_gone()) {
+    co_await watch.wait();
+    bytes = drain(job);
+  }
+  co_return bytes;
+}
+
+asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& watch, uint64_t max_bytes) {
+  std::string body;
+  while (!job.finish && !watch.is_client_gone()) {
+    body += co_await next_bytes(job, watch);
+    if (body.size() > max_bytes) {
+      // Held in memory until the end: past the limit, the rest must be streamed.
+      set_error(ex.response, whole_speech_overflow(max_bytes));
+      co_return;  // the caller cancels the request
+    }
+  }
+  if (watch.is_client_gone()) {
+    mark_client_gone(ex);
+    co_return;
+  }
+  // A whole response is all or nothing: a deadline that cut the speech short is an
+  // error, not a shorter file that would pass for the answer.
+  if (!is_complete(*job.finish)) {
+    set_error(ex.response, failure_of(job, ex.request_id));
+    if (job.finish->reason == engine::FinishReason::timeout) ex.response.set("x-should-retry", "false");
+    co_return;
+  }
+  body += job.audio->finish();
+  if (body.size() > max_bytes) {
+    set_error(ex.response, whole_speech_overflow(max_bytes));
+    co_return;
+  }
+  ex.response.result(http::status::ok);
+  ex.response.set(http::field::content_type, job.audio->content_type());
+  set_usage_headers(ex.response, *job.finish);
+  ex.response.body() = std::move(body);
+}
+
+std::string speech_delta_event(std::string_view bytes) {
+  if (bytes.empty()) return {};
+  nlohmann::ordered_json event = {{"type", "speech.audio.delta"}, {"audio", base64(bytes)}};
+  return proto::sse_event(event);
+}
+
+std::string speech_done_event(const engine::ChoiceFinish& finish) {
+  const int64_t input = finish.num_prompt_tokens, output = finish.num_completion_tokens;
+  nlohmann::ordered_json event = {
+      {"type", "speech.audio.done"},
+      {"usage", {{"input_tokens", input}, {"output_tokens", output}, {"total_tokens", input + output}}}};
+  return proto::sse_event(event);
+}
+
+std::string speech_error_event(const proto::ApiError& error) {
+  nlohmann::ordered_json event = {{"type", "error"},
+                                  {"error", nlohmann::ordered_json::parse(proto::error_body(error))["error"]}};
+  return proto::sse_event(event);
+}
+
+// stream_format "audio" or "sse".
+asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& watch) {
+  const bool sse = job.request.stream_format == proto::SpeechStreamFormat::sse;
+  std::string bytes = co_await next_bytes(job, watch);
+  if (watch.is_client_gone()) {
+    mark_client_gone(ex);
+    co_return;
+  }
+  if (job.finish && !is_complete(*job.finish) && job.num_frames == 0) {
+    // Nothing made, nothing sent yet: a plain error status.
+    set_error(ex.response, failure_of(job, ex.request_id));
+    if (job.finish->reason == engine::FinishReason::timeout) ex.response.set("x-should-retry", "false");
+    co_return;
+  }
+  ChunkedWriter writer(ex, sse ? std::string("text/event-stream") : std::string(job.audio->content_type()));
+  bool ok = co_await writer.begin();
+  while (ok) {
+    std::string out = sse ? speech_delta_event(bytes) : bytes;
+    if (job.finish) {
+      if (is_complete(*job.finish) || job.finish->reason == engine::FinishReason::timeout) {
+        // A deadline after audio went out: what was made is sent, well-formed.
+        std::string rest = job.audio->finish();
+        out += sse ? speech_delta_event(rest) : rest;
+      }
+      if (is_complete(*job.finish)) {
+        if (sse) out += speech_done_event(*job.finish);
+      } else if (sse) {
+        out += speech_error_event(failure_of(job, ex.request_id));
+      } else {
+        spdlog::warn("request {}: speech stream ended early ({}: {} frames sent)", ex.request_id,
+                     job.finish->finish_reason(), job.num_frames);
+      }
+      ok = co_await writer.send(out);
+      // An audio stream that failed keeps its last chunk back: a truncated transfer
+      // is the only way left to tell the client.
+      const bool broken = !sse && !is_complete(*job.finish) && job.finish->reason != engine::FinishReason::timeout;
+      if (ok && !broken) co_await writer.end();
+      if (broken) ex.keep_alive_after = false;
+      co_return;
+    }
+    ok = co_await writer.send(out);
+    if (!ok) break;
+    bytes = co_await next_bytes(job, watch);
+    if (watch.is_client_gone()) break;
+  }
+}
+
+// The speech model a request names, or the error: 400 for a text model, 503 while
+// models are still loading, 404 once they are all in.
+SpeechService* find_speech_model(Response& response, const ModelServices& services, const std::string& name) {
+  if (SpeechService* service = services.find_speech(name)) return service;
+  if (services.find(name)) {
+    set_error(response, proto::invalid_request("The model '" + name +
+                                                   "' is a text model: /v1/audio/speech needs a speech model.",
+                                               "model"));
+  } else {
+    set_error(response, services.all_loaded() ? proto::model_not_found(name)
+                                              : proto::not_ready("Models are still loading"));
+  }
+  return nullptr;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+engine::tts::SpeechRequest engine_request(const proto::SpeechRequest& request, std::string speaker,
+                                          const config::Config& config) {
+  engine::tts::SpeechRequest out;
+  out.request_id = "speech-" + proto::new_completion_id().substr(5);  // "cmpl-" + hex
+  engine::tts::TtsRequest& tts = out.tts;
+  tts.prompt.text = request.input;
+  tts.prompt.voice = std::move(speaker);
+  tts.prompt.language = request.language.value_or("auto");
+  tts.prompt.instructions = request.instructions;
+  tts.seed = request.seed;
+  tts.temperature = request.temperature;
+  tts.top_k = request.top_k;
+  tts.top_p = request.top_p;
+  tts.repetition_penalty = request.repetition_penalty;
+  tts.max_frames = request.max_new_tokens;
+  tts.ignore_eos = request.ignore_eos;
+  if (request.initial_codec_chunk_frames) out.first_chunk_frames = *request.initial_codec_chunk_frames;
+  out.deadline = engine::Clock::now() + std::chrono::duration_cast<engine::Clock::duration>(
+                                            std::chrono::duration<double>(config.request_timeout_s));
+  return out;
+}
+
+asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services, const config::Config& config) {
+  auto parsed = proto::parse_speech_request(
+      ex.request.body(), {.strict_fields = config.strict_request_fields, .allow_priority = false});
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
+    set_error(ex.response, *error);
+    co_return;
+  }
+  SpeechJob job;
+  job.request = std::move(std::get<proto::SpeechRequest>(parsed));
+  const proto::SpeechRequest& request = job.request;
+  for (const std::string& field : request.ignored_fields)
+    spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
+  job.service = find_speech_model(ex.response, services, request.model);
+  if (!job.service) co_return;
+
+  const SpeechVoices& voices = job.service->voices();
+  std::optional<std::string> speaker = voices.resolve(request.voice);
+  if (!speaker) {
+    set_error(ex.response,
+              proto::invalid_request("The voice '" + request.voice + "' is not available for model '" + request.model +
+                                         "'. Voices: " + join(voices.names()) + " (see GET /v1/audio/voices).",
+                                     "voice"));
+    co_return;
+  }
+  const bool streaming = request.stream_format != proto::SpeechStreamFormat::none && ex.connection;
+  SpeechAudioOptions audio_options{.format = request.response_format,
+                                   .input_rate = job.service->sample_rate(),
+                                   .output_rate = request.sample_rate.value_or(0),
+                                   .speed = request.speed,
+                                   .delivery = streaming ? AudioDelivery::stream : AudioDelivery::whole};
+  if (auto error = SpeechAudio::options_error(audio_options)) {
+    set_error(ex.response, *error);
+    co_return;
+  }
+  if (!streaming) {
+    if (auto error = whole_speech_too_long(request, job.service->sample_rate(), job.service->samples_per_frame(),
+                                           config.max_speech_body_bytes)) {
+      set_error(ex.response, *error);
+      co_return;
+    }
+  }
+  job.audio = std::make_unique<SpeechAudio>(audio_options);
+
+  // 0.6B checkpoints drop instructions (as the official package does): say so.
+  if (!request.instructions.empty() && !job.service->tts_config().accepts_instructions()) {
+    ex.response.set("x-sluice-instructions-ignored", "true");
+    spdlog::debug("request {}: instructions ignored by this checkpoint size", ex.request_id);
+  }
+  engine::SubmitResult submitted = job.service->engine().submit(engine_request(request, *speaker, config));
+  if (!submitted.ok()) {
+    set_error(ex.response, submit_error(submitted));
+    co_return;
+  }
+  job.stream = std::move(submitted.stream);
+
+  StreamWatch watch(co_await asio::this_coro::executor, ex.connection);
+  watch.attach(*job.stream);
+  std::exception_ptr failure;
+  try {
+    if (streaming) {
+      co_await answer_stream(ex, job, watch);
+    } else {
+      co_await answer_whole(ex, job, watch, config.max_speech_body_bytes);
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // Client gone, a write failed, or an exception: the engine aborts the request and
+  // frees its KV at its next step.
+  if (!job.finish) job.stream->cancel();
+  co_await watch.finish();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// The value of `key` in the target's query string, decoded; nullopt when absent.
+std::optional<std::string> query_value(std::string_view target, std::string_view key) {
+  const size_t question = target.find('?');
+  if (question == std::string_view::npos) return std::nullopt;
+  std::string_view query = target.substr(question + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t equals = pair.find('=');
+    if (pair.substr(0, equals) != key) continue;
+    std::string decoded;
+    if (equals == std::string_view::npos) return decoded;
+    if (!percent_decode(pair.substr(equals + 1), decoded)) return std::nullopt;
+    return decoded;
+  }
+  return std::nullopt;
+}
+
+// GET /v1/audio/voices[?model=ID]: every voice name the speech models accept (the
+// "voices" list clients of Kokoro and vLLM-Omni read), and per model its speakers,
+// OpenAI aliases and default.
+void handle_voices(Exchange& ex, const ModelServices& services) {
+  const std::optional<std::string> model = query_value(ex.request.target(), "model");
+  std::vector<SpeechService*> chosen;
+  if (model) {
+    SpeechService* service = find_speech_model(ex.response, services, *model);
+    if (!service) return;
+    chosen.push_back(service);
+  } else if (!services.all_loaded()) {
+    // The list would lack the models still loading: say so, as the model routes do.
+    set_error(ex.response, proto::not_ready("Models are still loading"));
+    return;
+  } else {
+    chosen = services.speech_services();
+  }
+  nlohmann::ordered_json names = nlohmann::ordered_json::array();
+  nlohmann::ordered_json data = nlohmann::ordered_json::array();
+  for (SpeechService* service : chosen) {
+    const SpeechVoices& voices = service->voices();
+    for (const std::string& name : voices.names())
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    nlohmann::ordered_json aliases = nlohmann::ordered_json::object();
+    for (const auto& [alias, speaker] : voices.aliases())
+      aliases[alias] = speaker.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(speaker);
+    const engine::tts::TtsConfig& tts = service->tts_config();
+    data.push_back({{"model", service->id()},
+                    {"tts_model_type", engine::tts::tts_kind_name(tts.kind)},
+                    {"speakers", voices.speakers()},
+                    {"aliases", aliases},
+                    {"default", voices.has_speakers() ? nlohmann::ordered_json(voices.default_speaker())
+                                                      : nlohmann::ordered_json()},
+                    {"accepts_instructions", tts.accepts_instructions()}});
+  }
+  ex.response.result(http::status::ok);
+  ex.response.set(http::field::content_type, "application/json");
+  ex.response.body() = proto::dump_json({{"voices", names}, {"data", data}});
+}
+
+}  // namespace
+
+void add_speech_routes(Router& router, const ModelServices& services, const config::Config& config) {
+  router.add(http::verb::post, "/v1/audio/speech",
+             [&services, &config](Exchange& ex) { return handle_speech(ex, services, config); });
+  router.add(http::verb::get, "/v1/audio/voices", [&services](Exchange& ex) -> asio::awaitable<void> {
+    handle_voices(ex, services);
+    co_return;
+  });
+}
+
+}  // namespace sluice::server

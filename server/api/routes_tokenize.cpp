@@ -1,0 +1,121 @@
+// vLLM's /tokenize and /detokenize: the model's own tokenizer (and chat template for
+// "messages") on demand, no engine involved; the work runs on the PrepPool.
+#include <string>
+#include <variant>
+
+#include "engine/chat/jinja/template_error.h"
+#include "proto/errors.h"
+#include "proto/sse.h"
+#include "proto/tokenize.h"
+#include "server/api/routes_generate.h"
+#include "server/api/text_fit.h"
+
+namespace sluice::server {
+namespace {
+
+void set_error(Response& response, const proto::ApiError& error) {
+  response.result(static_cast<unsigned>(error.status));
+  response.set(http::field::content_type, "application/json");
+  response.body() = proto::error_body(error);
+}
+
+void set_body(Response& response, const nlohmann::ordered_json& body) {
+  response.result(http::status::ok);
+  response.set(http::field::content_type, "application/json");
+  response.body() = proto::dump_json(body);
+}
+
+// The named model, or the only one when none is named; null after setting the error.
+ModelService* pick_model(Response& response, const ModelServices& services,
+                         const std::optional<std::string>& name) {
+  if (name) {
+    ModelService* model = services.find(*name);
+    if (!model) set_error(response, proto::model_not_found(*name));
+    return model;
+  }
+  ModelService* model = services.only();
+  if (!model) {
+    set_error(response, proto::invalid_request("'model' is required when several models are served.", "model"));
+  }
+  return model;
+}
+
+// Bounded like the generation routes: a text that cannot fit the context is
+// refused before tokenizing, and the tokenizing runs on the PrepPool.
+asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, PrepPool& prep) {
+  auto parsed_or_busy = co_await prep.run([&] { return proto::parse_tokenize_request(ex.request.body()); });
+  if (!parsed_or_busy) co_return set_error(ex.response, prep_pool_full(prep));
+  auto& parsed = *parsed_or_busy;
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) co_return set_error(ex.response, *error);
+  auto& request = std::get<proto::TokenizeRequest>(parsed);
+  ModelService* model = pick_model(ex.response, services, request.model);
+  if (!model) co_return;
+  if (request.is_chat() && !model->has_chat_template()) {
+    co_return set_error(ex.response, proto::invalid_request("The model has no chat template.", "messages"));
+  }
+  const int64_t max_model_len = model->max_model_len();
+  const std::string param = request.is_chat() ? "messages" : "prompt";
+  size_t num_bytes = 0;
+  int64_t min_tokens = 0;
+  if (request.is_chat()) {
+    for (const proto::ChatMessage& message : request.messages) num_bytes += message.content.size();
+    min_tokens = model->token_bound().min_tokens_of_bytes(num_bytes);
+  } else {
+    num_bytes = request.prompt->size();
+    min_tokens = model->token_bound().min_tokens(*request.prompt);
+  }
+  if (auto error = text_too_long(max_model_len, min_tokens, num_bytes, param, /*reserve=*/0)) {
+    co_return set_error(ex.response, *error);
+  }
+  const tokenizer::Tokenizer& tok = model->tokenizer();
+  std::optional<std::vector<int32_t>> tokens;
+  try {
+    tokens = co_await prep.run([&] {
+      const std::string text = request.is_chat() ? model->render_chat(request.messages, request.add_generation_prompt)
+                                                 : *request.prompt;
+      return tok.encode(text, request.add_special_tokens, /*parse_special=*/true);
+    });
+  } catch (const chat::TemplateError& e) {
+    co_return set_error(ex.response, proto::invalid_request(
+                                         std::string("The chat template rejected the messages: ") + e.what(),
+                                         "messages"));
+  }
+  if (!tokens) co_return set_error(ex.response, prep_pool_full(prep));
+  std::vector<std::string> strs;
+  if (request.return_token_strs) {
+    for (int32_t id : *tokens) strs.push_back(tok.token_text(id));
+  }
+  set_body(ex.response, proto::tokenize_response(*tokens, static_cast<int32_t>(max_model_len),
+                                                 request.return_token_strs ? &strs : nullptr));
+}
+
+void detokenize(Exchange& ex, const ModelServices& services) {
+  auto parsed = proto::parse_detokenize_request(ex.request.body());
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) return set_error(ex.response, *error);
+  auto& request = std::get<proto::DetokenizeRequest>(parsed);
+  ModelService* model = pick_model(ex.response, services, request.model);
+  if (!model) return;
+  const tokenizer::Tokenizer& tok = model->tokenizer();
+  for (size_t i = 0; i < request.tokens.size(); ++i) {
+    const int32_t id = request.tokens[i];
+    if (id < 0 || id >= tok.vocab_size()) {
+      return set_error(ex.response, proto::invalid_request("Token id " + std::to_string(id) +
+                                                               " is outside the vocabulary.",
+                                                           "tokens"));
+    }
+  }
+  set_body(ex.response, proto::detokenize_response(tok.decode(request.tokens, /*skip_special=*/false)));
+}
+
+}  // namespace
+
+void add_tokenize_routes(Router& router, const ModelServices& services, PrepPool& prep) {
+  router.add(http::verb::post, "/tokenize",
+             [&services, &prep](Exchange& ex) -> asio::awaitable<void> { return tokenize(ex, services, prep); });
+  router.add(http::verb::post, "/detokenize", [&services](Exchange& ex) -> asio::awaitable<void> {
+    detokenize(ex, services);
+    co_return;
+  });
+}
+
+}  // namespace sluice::server

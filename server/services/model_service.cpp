@@ -1,0 +1,125 @@
+#include "server/services/model_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "proto/template_kwargs.h"
+#include "server/services/model_prepare.h"
+
+namespace sluice::server {
+namespace {
+
+engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::Config& config) {
+  engine::EngineConfig out;
+  out.model_name = info.id;
+  out.kv_cache_bytes = config.kv_cache_bytes;
+  out.block_size = config.block_size;
+  out.max_num_seqs = config.max_num_seqs;
+  out.max_num_batched_tokens = config.max_num_batched_tokens;
+  out.max_waiting = config.max_waiting;
+  out.max_waiting_per_request = config.max_waiting_per_request > 0
+                                    ? std::min(config.max_waiting_per_request, config.max_waiting)
+                                    : std::max(1, config.max_waiting / 4);
+  // 0 lets the engine take the trained context and shrink it to the KV cache with a
+  // warning; only a context the operator asked for is held to (and refused if too big).
+  out.max_model_len = info.context_length_set ? info.context_length : 0;
+  out.enable_prefix_caching = config.enable_prefix_caching;
+  out.default_deadline =
+      std::chrono::milliseconds(static_cast<int64_t>(config.request_timeout_s * 1000.0));
+  return out;
+}
+
+engine::GenerationDefaults to_defaults(const config::GenerationConfig& g) {
+  auto real = [](const std::optional<double>& v) -> std::optional<float> {
+    return v ? std::optional<float>(static_cast<float>(*v)) : std::nullopt;
+  };
+  auto integer = [](const std::optional<int64_t>& v) -> std::optional<int32_t> {
+    return v ? std::optional<int32_t>(static_cast<int32_t>(*v)) : std::nullopt;
+  };
+  engine::GenerationDefaults d;
+  d.temperature = real(g.temperature);
+  d.top_p = real(g.top_p);
+  d.top_k = integer(g.top_k);
+  d.min_p = real(g.min_p);
+  d.presence_penalty = real(g.presence_penalty);
+  d.frequency_penalty = real(g.frequency_penalty);
+  d.repetition_penalty = real(g.repetition_penalty);
+  d.max_tokens = integer(g.max_tokens);
+  return d;
+}
+
+// Lowest to highest: sluice's cap for unbounded requests, the model file, the
+// daemon's generation_config, the model entry's generation.
+engine::GenerationDefaults resolve_generation_defaults(const engine::GenerationDefaults& file,
+                                                       const config::Config& config,
+                                                       const config::ModelConfig& entry) {
+  engine::GenerationDefaults d;
+  if (config.default_max_tokens > 0) d.unbounded_max_tokens = config.default_max_tokens;
+  d = engine::overlay(d, file);
+  d = engine::overlay(d, to_defaults(config.generation_config));
+  return engine::overlay(d, to_defaults(entry.generation));
+}
+
+}  // namespace
+
+std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& loaded,
+                                                 const config::Config& config,
+                                                 const config::ModelConfig& entry,
+                                                 prometheus::Registry& registry,
+                                                 engine::ComputeTurns* cpu_turns) {
+  const engine::ModelInfo& info = loaded.info;
+  std::unique_ptr<ModelService> service(new ModelService());
+  service->id_ = info.id;
+
+  PreparedModel prepared = prepare_model(loaded, info.backend, config.compute_threads);
+  service->backend_ = std::move(prepared.backend);
+  service->model_ = std::move(prepared.model);
+  service->tokenizer_ = std::move(prepared.tokenizer);
+  service->chat_template_ = std::move(prepared.chat_template);
+  service->render_options_ = std::move(prepared.render_options);
+  service->generation_defaults_ = resolve_generation_defaults(prepared.file_defaults, config, entry);
+  spdlog::info("model {}: generation defaults for fields a request leaves out: {}", info.id,
+               service->generation_defaults_.empty() ? "none" : service->generation_defaults_.describe());
+  const tokenizer::Tokenizer& tok = *service->tokenizer_;
+  service->token_bound_ = std::make_unique<tokenizer::TokenCountBound>(tok);
+  service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);
+  engine::EngineConfig engine_settings = engine_config(info, config);
+  if (service->backend_->device() == backends::DeviceKind::cpu) engine_settings.compute_turns = cpu_turns;
+  service->engine_ = std::make_unique<engine::Engine>(*service->model_, tok, std::move(engine_settings),
+                                                      service->metrics_.get());
+  service->engine_->start();
+  spdlog::info("model {}: engine started ({} KV blocks of {} tokens, max_model_len {})", info.id,
+               service->engine_->num_kv_blocks(), config.block_size,
+               service->engine_->max_model_len());
+  return service;
+}
+
+ModelService::~ModelService() { stop(); }
+
+std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& messages, bool add_generation_prompt,
+                                      const nlohmann::json& template_kwargs) const {
+  std::vector<chat::ChatMessage> converted;
+  converted.reserve(messages.size());
+  for (const auto& message : messages) {
+    chat::ChatMessage out{message.role, message.content, {}};
+    if (message.name) out.fields.emplace_back("name", chat::Value(*message.name));
+    converted.push_back(std::move(out));
+  }
+  if (template_kwargs.empty()) return chat_template_->render(converted, add_generation_prompt, render_options_);
+  chat::RenderOptions options = render_options_;
+  proto::add_template_variables(template_kwargs, options);
+  return chat_template_->render(converted, add_generation_prompt, options);
+}
+
+void ModelService::refresh_metrics() {
+  if (metrics_ && engine_) metrics_->refresh(engine_->stats());
+}
+
+void ModelService::stop() {
+  if (engine_) engine_->stop();
+}
+
+}  // namespace sluice::server

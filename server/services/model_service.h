@@ -1,0 +1,84 @@
+#pragma once
+// The generation side of one served text model: its weights on its backend, its
+// tokenizer and chat template, its Engine and the engine's metrics. ModelServices
+// (model_services.h) is the daemon's set of them.
+//
+// A ModelService is immutable after load() apart from its Engine, whose submit(),
+// abort() and stats() any thread may call. stop() is for the shutdown path only.
+#include <prometheus/registry.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/backend.h"
+#include "config/config.h"
+#include "engine/chat/chat_template.h"
+#include "engine/engine.h"
+#include "engine/generation_defaults.h"
+#include "server/services/register_model.h"
+#include "engine/models/model.h"
+#include "engine/tokenizer/token_count_bound.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "proto/chat.h"
+#include "server/metrics/engine_metrics.h"
+
+namespace sluice::server {
+
+class ModelService {
+ public:
+  // Loads the weights, builds the tokenizer, compiles and validates the chat template
+  // (a template that cannot be rendered fails the load) and starts the engine. Throws
+  // std::exception with a message naming the model and what is wrong.
+  // A CPU model's engine takes its steps in turns of `cpu_turns` (shared by the
+  // process's CPU engines; null: none).
+  static std::unique_ptr<ModelService> load(const server::LoadedModel& loaded,
+                                            const config::Config& config,
+                                            const config::ModelConfig& entry,
+                                            prometheus::Registry& registry,
+                                            engine::ComputeTurns* cpu_turns = nullptr);
+  ~ModelService();  // stop()
+
+  const std::string& id() const { return id_; }
+  engine::Engine& engine() { return *engine_; }
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  bool has_chat_template() const { return chat_template_.has_value(); }
+  // What a request gets for the sampling fields it leaves out (see generation_defaults.h).
+  const engine::GenerationDefaults& generation_defaults() const { return generation_defaults_; }
+
+  // The prompt text of a conversation. `template_kwargs` (a JSON object, vLLM's
+  // chat_template_kwargs) become further template variables, over the defaults.
+  // Throws chat::TemplateError when the template rejects it (the caller answers
+  // 400); requires has_chat_template().
+  std::string render_chat(const std::vector<proto::ChatMessage>& messages, bool add_generation_prompt,
+                          const nlohmann::json& template_kwargs = nlohmann::json::object()) const;
+
+  // A lower bound on the tokens of a text: lets a request whose text is certain to
+  // overflow the context be refused before it is tokenized.
+  const tokenizer::TokenCountBound& token_bound() const { return *token_bound_; }
+  int64_t max_model_len() const { return engine_->max_model_len(); }
+
+  // Updates the engine's gauges and counters before /metrics renders.
+  void refresh_metrics();
+
+  // Finishes the requests in flight ("abort") and joins the engine thread.
+  void stop();
+
+ private:
+  ModelService() = default;
+
+  std::string id_;
+  std::unique_ptr<backends::Backend> backend_;
+  std::unique_ptr<engine::Model> model_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  std::optional<chat::ChatTemplate> chat_template_;
+  chat::RenderOptions render_options_;
+  engine::GenerationDefaults generation_defaults_;
+  std::unique_ptr<tokenizer::TokenCountBound> token_bound_;
+  std::unique_ptr<EngineMetrics> metrics_;
+  std::unique_ptr<engine::Engine> engine_;  // declared last: stopped before the rest goes
+};
+
+}  // namespace sluice::server
