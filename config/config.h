@@ -27,7 +27,7 @@ struct ModelConfig {
   std::string quantize = "none"; // none | q8_0 | q4_0: F32/F16/BF16 matrices quantized at load
   GenerationConfig generation;   // over Config::generation_config, field by field
   // Speech models: voice name a request may use -> checkpoint speaker, over the
-  // built-in OpenAI voice table (server/speech_voices.h). Names are lower-case.
+  // built-in OpenAI voice table (server/services/speech_voices.h). Names are lower-case.
   std::map<std::string, std::string> voices;
 };
 

@@ -81,7 +81,7 @@ struct ChoiceFinish {
   std::string_view finish_reason() const { return to_string(reason); }
 };
 
-// New audio of a speech request (engine/tts/speech_engine.h): mono float PCM in
+// New audio of a speech request (engine/tts/serving/speech_engine.h): mono float PCM in
 // [-1, 1] at the model's output rate, the next num_frames codec frames. Text
 // requests never carry one; a speech request's finish is a ChoiceFinish whose
 // num_prompt_tokens are the input text tokens and num_completion_tokens the frames.

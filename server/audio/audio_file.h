@@ -1,6 +1,6 @@
 #pragma once
 // Writing speech to a file (`sluice speak --out`): mono float samples in [-1, 1]
-// encoded by the speech endpoint's encoders (server/audio_encoder.h), the format
+// encoded by the speech endpoint's encoders (server/audio/audio_encoder.h), the format
 // chosen by the extension: .wav (16-bit PCM), .flac (16-bit), .ogg or .opus (Ogg
 // Opus), .mp3, .aac (ADTS). No hand-written codecs.
 #include <filesystem>

@@ -1,7 +1,7 @@
 #pragma once
 // A loaded Qwen3-TTS model: its config, text tokenizer and the talker and code
 // predictor weights bound to one backend (the codec decoder is loaded on its own,
-// engine/tts/codec*). Immutable after load; generators (tts_generator.h) borrow it
+// engine/tts/codec/). Immutable after load; generators (tts_generator.h) borrow it
 // on the engine thread of the model. The backend must outlive it.
 #include <filesystem>
 #include <memory>
