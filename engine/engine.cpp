@@ -11,21 +11,16 @@
 
 namespace sluice::engine {
 
-int64_t steady_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
 namespace {
 
-SubmitResult rejected(std::string message, std::string param) {
-  return {.status = SubmitStatus::rejected, .stream = nullptr, .message = std::move(message), .param = std::move(param),
-          .code = {}};
-}
+constexpr const char* kDeathPrefix = "the engine thread stopped: ";
+
+SubmitResult rejected(std::string message, std::string param) { return submit_rejected(std::move(message), std::move(param)); }
 
 }  // namespace
 
 Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config, EngineObserver* observer)
-    : model_(model), tokenizer_(tokenizer), config_(std::move(config)), observer_(observer) {
+    : model_(model), tokenizer_(tokenizer), config_(std::move(config)), observer_(observer), shell_(config_.max_waiting) {
   const ModelHparams& hp = model_.hparams();
   if (config_.block_size <= 0 || config_.max_num_seqs <= 0 || config_.max_num_batched_tokens <= 0 ||
       config_.max_waiting < 0 || config_.max_waiting_per_request < 0 || config_.max_n <= 0)
@@ -124,33 +119,15 @@ uint64_t automatic_kv_budget(const ModelHparams& hp, const EngineConfig& config,
 }
 
 void Engine::start() {
-  std::lock_guard lock(inbox_mutex_);
-  if (started_ || stopping_) return;
-  started_ = true;
-  thread_ = std::thread([this] { loop(); });
+  shell_.start([this] { loop_steps(); shutdown(); }, kDeathPrefix,
+               [this](const std::string& reason, std::vector<InboxItem> queued) { die(reason, std::move(queued)); });
 }
 
 void Engine::stop() {
-  std::lock_guard stop_lock(stop_mutex_);
-  {
-    std::lock_guard lock(inbox_mutex_);
-    stopping_ = true;
-  }
-  inbox_cv_.notify_all();
-  if (thread_.joinable()) {
-    thread_.join();
-  } else {
-    // Never started: whatever was submitted still gets its "abort".
-    bool has_work = false;
-    {
-      std::lock_guard lock(inbox_mutex_);
-      has_work = !inbox_.empty();
-    }
-    if (has_work) {
-      drain_inbox();
-      shutdown();
-    }
-  }
+  if (shell_.stop()) return;
+  // Never started: whatever was submitted still gets its "abort", on this thread.
+  drain_inbox();
+  if (!active_.empty()) shutdown();
 }
 
 std::optional<SubmitResult> Engine::validate(const GenerationRequest& request) const {
@@ -237,15 +214,13 @@ SubmitResult Engine::submit_all(std::vector<GenerationRequest> requests,
   int32_t num_choices = 0;
   for (const GenerationRequest& request : requests) {
     if (auto error = validate(request)) {
-      std::lock_guard lock(inbox_mutex_);
-      ++num_rejected_;
+      shell_.count_rejected();
       return *error;
     }
     num_choices += request.params.n;
   }
   if (config_.max_waiting_per_request > 0 && num_choices > config_.max_waiting_per_request) {
-    std::lock_guard lock(inbox_mutex_);
-    ++num_rejected_;
+    shell_.count_rejected();
     const bool several = requests.size() > 1;
     return rejected("This request would queue " + std::to_string(num_choices) + " sequences (" +
                         std::to_string(requests.size()) + " prompt(s) x " + std::to_string(requests.front().params.n) +
@@ -254,72 +229,23 @@ SubmitResult Engine::submit_all(std::vector<GenerationRequest> requests,
                         " (max_waiting_per_request); send fewer prompts or a lower n.",
                     several ? requests.front().prompt_param : "n");
   }
-  for (const GenerationRequest& request : requests) {
+  const Clock::time_point arrival = Clock::now();
+  std::vector<std::string> ids;
+  std::vector<InboxItem> items;
+  for (GenerationRequest& request : requests) {
     const size_t capacity = request.stream_capacity > 0 ? request.stream_capacity : config_.stream_capacity;
     streams.push_back(std::make_shared<RequestStream>(request.request_id, request.params.n, capacity));
+    ids.push_back(request.request_id);
+    items.push_back(InboxItem{.request = std::move(request), .stream = streams.back(), .arrival = arrival});
   }
-  {
-    std::lock_guard lock(inbox_mutex_);
-    if (stopping_) {
-      streams.clear();
-      // A dead engine says why, with a code the routes tell apart from a shutdown.
-      return {SubmitStatus::shutting_down, nullptr,
-              dead_reason_.empty() ? "the server is shutting down" : dead_reason_, "",
-              dead_reason_.empty() ? "" : "engine_dead"};
-    }
-    for (size_t i = 0; i < requests.size(); ++i) {
-      const std::string& id = requests[i].request_id;
-      bool repeated = in_flight_ids_.contains(id);
-      for (size_t j = 0; j < i && !repeated; ++j) repeated = requests[j].request_id == id;
-      if (repeated) {
-        ++num_rejected_;
-        streams.clear();
-        return rejected("a request with id '" + id + "' is already in flight", "request_id");
-      }
-    }
-    if (num_choices_waiting_ + num_inbox_choices_ + num_choices > config_.max_waiting) {
-      ++num_queue_full_;
-      streams.clear();
-      return {SubmitStatus::queue_full, nullptr,
-              "the request queue is full (" + std::to_string(num_choices_waiting_ + num_inbox_choices_) +
-                  " waiting); retry later",
-              "", ""};
-    }
-    const Clock::time_point arrival = Clock::now();
-    for (size_t i = 0; i < requests.size(); ++i) {
-      ++num_submitted_;
-      in_flight_ids_.insert(requests[i].request_id);
-      inbox_.push_back(InboxItem{.request = std::move(requests[i]), .stream = streams[i], .arrival = arrival});
-    }
-    num_inbox_choices_ += num_choices;
-  }
-  inbox_cv_.notify_one();
-  return {SubmitStatus::accepted, nullptr, "", "", ""};
+  SubmitResult result = shell_.push(std::move(items), ids, num_choices);
+  if (!result.ok()) streams.clear();
+  return result;
 }
 
-bool Engine::abort(std::string_view request_id) {
-  {
-    std::lock_guard lock(inbox_mutex_);
-    if (!in_flight_ids_.contains(std::string(request_id))) return false;
-    abort_inbox_.emplace_back(request_id);
-  }
-  inbox_cv_.notify_one();
-  return true;
-}
+bool Engine::abort(std::string_view request_id) { return shell_.abort(request_id); }
 
-EngineStats Engine::stats() const {
-  EngineStats stats;
-  {
-    std::lock_guard lock(stats_mutex_);
-    stats = stats_;
-  }
-  std::lock_guard lock(inbox_mutex_);
-  stats.num_pending = static_cast<int32_t>(inbox_.size());
-  stats.num_requests_submitted = num_submitted_;
-  stats.num_requests_rejected = num_rejected_;
-  stats.num_requests_queue_full = num_queue_full_;
-  return stats;
-}
+EngineStats Engine::stats() const { return shell_.stats(); }
 
 void Engine::publish_stats(const StepMetrics* step) {
   const SchedulerStats s = scheduler_->stats();
@@ -339,26 +265,8 @@ void Engine::publish_stats(const StepMetrics* step) {
   stats.num_steps = s.num_steps;
   stats.num_iteration_tokens = s.num_iteration_tokens;
   stats.num_finished = s.num_finished;
-  {
-    std::lock_guard lock(stats_mutex_);
-    stats_ = stats;
-  }
+  shell_.publish(stats);
   if (step != nullptr && observer_ != nullptr) observer_->on_step(*step);
-}
-
-void Engine::loop() {
-  // Nothing may leave the thread: an exception escaping it ends the process.
-  std::string failure;
-  try {
-    loop_steps();
-    shutdown();
-    return;
-  } catch (const std::exception& e) {
-    failure = e.what();
-  } catch (...) {
-    failure = "an exception of unknown type";
-  }
-  die(failure);
 }
 
 void Engine::loop_steps() {
@@ -367,16 +275,12 @@ void Engine::loop_steps() {
     if (!scheduler_->has_unfinished()) {
       reap_done();
       publish_stats(nullptr);
-      std::unique_lock lock(inbox_mutex_);
-      inbox_cv_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !abort_inbox_.empty(); });
+      shell_.wait_for_work();
       continue;
     }
-    step_started_ns_.store(steady_now_ns());
+    shell_.begin_step();
     ScheduledStep step = scheduler_->schedule(Clock::now());
-    {
-      std::lock_guard lock(inbox_mutex_);
-      num_choices_waiting_ = scheduler_->num_waiting();
-    }
+    shell_.set_num_waiting(scheduler_->num_waiting());
     for (const SequencePtr& seq : step.finished) {  // aborted or timed out
       ActiveRequest* request = find(seq);
       if (request == nullptr) continue;
@@ -387,17 +291,13 @@ void Engine::loop_steps() {
                     std::move(why));
     }
     if (step.empty()) {
-      step_started_ns_.store(0);
+      shell_.end_step();
       // Nothing runnable (e.g. only finished sequences were reaped): wait briefly
       // for news instead of spinning.
       flush_deltas();
       reap_done();
       publish_stats(nullptr);
-      if (scheduler_->has_unfinished()) {
-        std::unique_lock lock(inbox_mutex_);
-        inbox_cv_.wait_for(lock, std::chrono::milliseconds(1),
-                           [&] { return stopping_ || !inbox_.empty() || !abort_inbox_.empty(); });
-      }
+      if (scheduler_->has_unfinished()) shell_.wait_for_work(std::chrono::milliseconds(1));
       continue;
     }
     try {
@@ -417,7 +317,7 @@ void Engine::loop_steps() {
                         .kv_cache_usage = scheduler_->block_pool().usage(),
                         .num_preempted = static_cast<int32_t>(step.preempted.size())};
     publish_stats(&metrics);
-    step_started_ns_.store(0);
+    shell_.end_step();
   }
 }
 
@@ -437,20 +337,11 @@ void Engine::fail_step(const ScheduledStep& step, const std::string& what) {
 }
 
 // Something outside a step threw: the scheduling state can no longer be trusted, so
-// the engine stops taking work and ends everything it holds with "error".
-void Engine::die(const std::string& what) {
-  spdlog::critical("engine {}: the engine thread stopped: {}", config_.model_name, what);
-  std::vector<InboxItem> items;
-  {
-    std::lock_guard lock(inbox_mutex_);
-    stopping_ = true;
-    dead_reason_ = "the engine thread stopped: " + what;
-    items.swap(inbox_);
-    num_inbox_choices_ = 0;
-  }
-  dead_.store(true);
-  step_started_ns_.store(0);
-  const std::string error = "the engine stopped: " + what;
+// the engine takes no more work (the shell is marked dead by now) and ends
+// everything it holds with "error".
+void Engine::die(const std::string& reason, std::vector<InboxItem> queued) {
+  spdlog::critical("engine {}: {}", config_.model_name, reason);
+  const std::string error = "the engine stopped: " + reason.substr(std::string_view(kDeathPrefix).size());
   for (auto& [id, request] : active_) {
     if (request->done) continue;
     // One request's finish failing (an observer that throws) must not leave the
@@ -467,7 +358,7 @@ void Engine::die(const std::string& what) {
   }
   dirty_.clear();
   active_.clear();
-  for (InboxItem& item : items) {
+  for (InboxItem& item : queued) {
     for (int32_t i = 0; i < item.stream->num_choices(); ++i) {
       ChoiceFinish finish;
       finish.index = i;
@@ -475,45 +366,20 @@ void Engine::die(const std::string& what) {
       finish.error = error;
       item.stream->push_finish(std::move(finish));
     }
-    std::lock_guard lock(inbox_mutex_);
-    in_flight_ids_.erase(item.request.request_id);
+    shell_.release(item.request.request_id);
   }
 }
 
-EngineHealth step_health(int64_t step_started_ns, std::chrono::nanoseconds step_timeout) {
-  if (step_started_ns == 0 || step_timeout <= std::chrono::nanoseconds::zero()) return {};
-  const auto running = std::chrono::nanoseconds(steady_now_ns() - step_started_ns);
-  if (running <= step_timeout) return {};
-  return {false, "wedged",
-          fmt::format("a step has been running for {:.1f} s", std::chrono::duration<double>(running).count())};
-}
-
-EngineHealth Engine::health(std::chrono::nanoseconds step_timeout) const {
-  if (dead_.load()) {
-    std::lock_guard lock(inbox_mutex_);
-    return {false, "dead", dead_reason_};
-  }
-  return step_health(step_started_ns_.load(), step_timeout);
-}
+EngineHealth Engine::health(std::chrono::nanoseconds step_timeout) const { return shell_.health(step_timeout); }
 
 bool Engine::drain_inbox() {
-  std::vector<InboxItem> items;
-  std::vector<std::string> aborts;
-  bool stopping = false;
-  {
-    std::lock_guard lock(inbox_mutex_);
-    items.swap(inbox_);
-    aborts.swap(abort_inbox_);
-    stopping = stopping_;
-    num_choices_waiting_ += num_inbox_choices_;  // until the next schedule() says otherwise
-    num_inbox_choices_ = 0;
-  }
-  for (InboxItem& item : items) admit(std::move(item));
-  for (const std::string& id : aborts) {
+  auto drained = shell_.drain();
+  for (InboxItem& item : drained.items) admit(std::move(item));
+  for (const std::string& id : drained.aborts) {
     auto it = active_.find(id);
     if (it != active_.end() && !it->second->done) abort_request(*it->second, FinishReason::abort, "aborted");
   }
-  return !stopping;
+  return drained.go_on;
 }
 
 void Engine::shutdown() {

@@ -18,22 +18,18 @@
 // submit(), abort(), stats(), health() are thread-safe; stop() too, but never from an observer
 // callback or a stream wake-up (they run on the engine thread). The Model (and its
 // backend) must outlive the Engine.
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "backends/dtype.h"
 #include "engine/compute_turns.h"
+#include "engine/engine_shell.h"
 #include "engine/engine_stats.h"
 #include "engine/model_runner.h"
 #include "engine/models/model.h"
@@ -67,31 +63,6 @@ struct EngineConfig {
   // Null: steps run whenever they are ready (a GPU, or the only engine).
   ComputeTurns* compute_turns = nullptr;
 };
-
-enum class SubmitStatus { accepted, queue_full, rejected, shutting_down };
-
-struct SubmitResult {
-  SubmitStatus status = SubmitStatus::accepted;
-  std::shared_ptr<RequestStream> stream;  // accepted only
-  std::string message;                    // why not
-  std::string param;                      // rejected: the offending field ("max_tokens", "stop", ...)
-  std::string code;                       // rejected: a machine-readable reason ("context_length_exceeded"), or ""
-  bool ok() const { return status == SubmitStatus::accepted; }
-};
-
-// Whether an engine can serve: its thread runs and no step has been running too
-// long (a wedged kernel, a deadlocked backend).
-struct EngineHealth {
-  bool ok = true;
-  std::string status = "ok";  // "ok" | "wedged" (a step past the timeout) | "dead" (the thread stopped)
-  std::string reason;         // why not: "the engine thread stopped: ..." or "a step has been running for ..."
-};
-
-// steady_clock now, in ns: what an engine stores when a step begins (0: no step).
-int64_t steady_now_ns();
-// The health of an engine whose thread is alive: "wedged" when the step that began
-// at step_started_ns has run past step_timeout (zero or negative: never).
-EngineHealth step_health(int64_t step_started_ns, std::chrono::nanoseconds step_timeout);
 
 // The KV budget when kv_cache_bytes is 0. On the CPU, 256 MiB. On a GPU, what vLLM's
 // gpu_memory_utilization = 0.9 gives: the memory free now (weights loaded) less 10%
@@ -144,14 +115,13 @@ class Engine {
   };
 
   std::optional<SubmitResult> validate(const GenerationRequest& request) const;
-  void loop();
   bool drain_inbox();  // false once stop() was called
   void admit(InboxItem item);
   void check_cancellations();
   void loop_steps();
   void run_step(ScheduledStep& step);
   void fail_step(const ScheduledStep& step, const std::string& what);
-  void die(const std::string& what);
+  void die(const std::string& reason, std::vector<InboxItem> queued);
   void sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results);
   void sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results);
   void score_prompts(const ScheduledStep& step, std::span<const float> logits);
@@ -188,28 +158,9 @@ class Engine {
   std::unordered_map<std::string, std::unique_ptr<ActiveRequest>> active_;
   std::vector<ActiveRequest*> dirty_;  // requests with a delta to push this step
 
-  // --- shared, guarded by inbox_mutex_ ---
-  mutable std::mutex inbox_mutex_;
-  std::condition_variable inbox_cv_;
-  std::vector<InboxItem> inbox_;
-  std::vector<std::string> abort_inbox_;
-  std::unordered_set<std::string> in_flight_ids_;
-  int32_t num_choices_waiting_ = 0;  // scheduler's waiting count after the last schedule()
-  int32_t num_inbox_choices_ = 0;    // choices of the requests in inbox_
-  bool stopping_ = false;
-  bool started_ = false;
-  std::string dead_reason_;  // set when the engine thread stopped on an exception
-  uint64_t num_submitted_ = 0, num_rejected_ = 0, num_queue_full_ = 0;
-
-  mutable std::mutex stats_mutex_;
-  EngineStats stats_;  // guarded by stats_mutex_
-
-  // Clock::now() in ns when the current step began; 0 between steps. For health().
-  std::atomic<int64_t> step_started_ns_{0};
-  std::atomic<bool> dead_{false};
-
-  std::mutex stop_mutex_;  // serializes stop() callers around the join
-  std::thread thread_;
+  // Shared with the other threads: inbox, ids in flight, lifecycle, stats. Declared
+  // last: its thread is joined before the rest goes.
+  EngineShell<InboxItem> shell_;
 };
 
 }  // namespace sluice::engine

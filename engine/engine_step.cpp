@@ -324,8 +324,7 @@ void Engine::on_request_done(ActiveRequest& request) {
                m.request_id, reasons, m.num_prompt_tokens, m.num_cached_tokens, m.num_generation_tokens,
                request.choices.size(), m.queue_time_s * 1e3, m.ttft_s * 1e3, m.e2e_s * 1e3, rate);
   if (observer_ != nullptr) observer_->on_request_finished(m);
-  std::lock_guard lock(inbox_mutex_);
-  in_flight_ids_.erase(request.id);
+  shell_.release(request.id);
 }
 
 void Engine::reap_done() {

@@ -102,9 +102,9 @@ def queried_metrics(expr):
 
 
 def exported_metrics():
-    """Metric names the daemon's sources register (string literals of server/*metrics*.cpp)
+    """Metric names the daemon's sources register (string literals of server/metrics/*.cpp)
     and the speech families above, with the _bucket/_sum/_count series of histograms."""
-    sources = " ".join(p.read_text() for p in (ROOT / "server").glob("*metrics*.cpp"))
+    sources = " ".join(p.read_text() for p in (ROOT / "server" / "metrics").glob("*.cpp"))
     names = set(re.findall(r'"((?:sluice|process)_[a-z0-9_]+)"', sources))
     histograms = set(re.findall(
         r'(?:histogram\(\w+,\s*|BuildHistogram\(\)\s*\.Name\()"([a-z0-9_]+)"', sources))

@@ -25,19 +25,6 @@ std::vector<int32_t> with_zero_row(std::span<const int32_t> map, int32_t zero_ro
 
 }  // namespace
 
-void TalkerStep::clear() {
-  text_ids.clear();
-  text_of_row.clear();
-  codec_ids.clear();
-  codec_of_row.clear();
-  num_feedback = 0;
-  feedback_codes.clear();
-  positions.clear();
-  kv_slots.clear();
-  sequences.clear();
-  logit_rows.clear();
-}
-
 Talker::Talker(backends::Backend& backend, const TtsConfig& config, const TtsWeights& weights)
     : backend_(backend), config_(config), weights_(weights), workspace_(backend, config.talker) {}
 

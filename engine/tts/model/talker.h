@@ -14,31 +14,11 @@
 #include "engine/models/kv_cache.h"
 #include "engine/models/workspace.h"
 #include "engine/tts/model/scratch_buffer.h"
+#include "engine/tts/model/talker_step.h"
 #include "engine/tts/model/tts_config.h"
 #include "engine/tts/model/tts_weights.h"
 
 namespace sluice::engine::tts {
-
-// One step on the host. T rows; each sequence's rows are contiguous and described
-// by its SequenceSlice. A row adds P(text_ids[text_of_row[r]]) when that index is
-// >= 0 and codec row codec_ids[codec_of_row[r]] when >= 0. The last num_feedback
-// entries of codec_ids are feedback rows: they also add the code predictor's
-// embeddings of codebooks 1..G-1, feedback_codes[(j - 1) * num_feedback + i] for
-// codebook j of feedback entry i.
-struct TalkerStep {
-  std::vector<int32_t> text_ids;
-  std::vector<int32_t> text_of_row;   // [T]
-  std::vector<int32_t> codec_ids;
-  std::vector<int32_t> codec_of_row;  // [T]
-  int32_t num_feedback = 0;
-  std::vector<int32_t> feedback_codes;  // [(G - 1) * num_feedback]
-  std::vector<int32_t> positions;       // [T]
-  std::vector<int32_t> kv_slots;        // [T]
-  std::vector<backends::SequenceSlice> sequences;
-  std::vector<int32_t> logit_rows;      // [R] the last row of each sequence, in sequence order
-
-  void clear();
-};
 
 class Talker {
  public:

@@ -36,7 +36,7 @@ struct TtsGenerator::Sequence {
   std::vector<int32_t> blocks;  // reserved for prompt + max_frames positions
   int32_t num_cached = 0;       // talker positions in the KV cache
   std::vector<int32_t> c0_history;  // generated codebook-0 ids (the penalty's history)
-  std::vector<int32_t> last_codes;  // the last frame: the next talker input
+  std::vector<int32_t> frames;      // every frame's codes [frames, G]; the last is the next input
 };
 
 TtsGenerator::TtsGenerator(const TtsModel& model, TtsGeneratorOptions options)
@@ -114,57 +114,16 @@ void TtsGenerator::finish(size_t index) {
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
-// New sequences contribute their prompt rows, the others one feedback row: P(the
-// next trailing text id or tts_pad) + C(c0) + the predictor embeddings of c1..c15.
+// New sequences contribute their prompt rows, the others their last frame's
+// feedback row (talker_step.h).
 void TtsGenerator::build_talker_step() {
-  step_.clear();
-  const auto block_size = static_cast<int32_t>(cache_.block_size());
-  std::vector<const Sequence*> feedback;
-  std::vector<int32_t> feedback_rows;
+  TalkerStepBuilder builder(config_, static_cast<int32_t>(cache_.block_size()), step_);
   for (const auto& owned : running_) {
     const Sequence& seq = *owned;
-    backends::SequenceSlice slice;
-    slice.query_begin = static_cast<int32_t>(step_.positions.size());
-    slice.num_cached = seq.num_cached;
-    slice.block_table = seq.blocks;
-    if (seq.num_cached == 0) {
-      for (const PromptRow& row : seq.prompt.rows) {
-        step_.text_of_row.push_back(row.text < 0 ? -1 : static_cast<int32_t>(step_.text_ids.size()));
-        if (row.text >= 0) step_.text_ids.push_back(row.text);
-        step_.codec_of_row.push_back(row.codec < 0 ? -1 : static_cast<int32_t>(step_.codec_ids.size()));
-        if (row.codec >= 0) step_.codec_ids.push_back(row.codec);
-      }
-      slice.num_queries = static_cast<int32_t>(seq.prompt.rows.size());
-    } else {
-      const size_t fed = seq.c0_history.size() - 1;  // frames fed back before this one
-      const int32_t text = fed < seq.prompt.trailing_text.size() ? seq.prompt.trailing_text[fed] : config_.text.tts_pad;
-      step_.text_of_row.push_back(static_cast<int32_t>(step_.text_ids.size()));
-      step_.text_ids.push_back(text);
-      step_.codec_of_row.push_back(-1);  // set below: feedback entries go last
-      feedback_rows.push_back(static_cast<int32_t>(step_.positions.size()));
-      feedback.push_back(&seq);
-      slice.num_queries = 1;
-    }
-    for (int32_t i = 0; i < slice.num_queries; ++i) {
-      const int32_t pos = seq.num_cached + i;
-      step_.positions.push_back(pos);
-      step_.kv_slots.push_back(seq.blocks[static_cast<size_t>(pos / block_size)] * block_size + pos % block_size);
-    }
-    step_.logit_rows.push_back(slice.query_begin + slice.num_queries - 1);
-    step_.sequences.push_back(std::move(slice));
+    const int64_t count = seq.num_cached == 0 ? static_cast<int64_t>(seq.prompt.rows.size()) : 1;
+    builder.add(seq.prompt, seq.frames, seq.num_cached, count, seq.blocks);
   }
-  const auto f = static_cast<int32_t>(feedback.size());
-  step_.num_feedback = f;
-  for (int32_t i = 0; i < f; ++i) {
-    step_.codec_of_row[static_cast<size_t>(feedback_rows[static_cast<size_t>(i)])] =
-        static_cast<int32_t>(step_.codec_ids.size());
-    step_.codec_ids.push_back(feedback[static_cast<size_t>(i)]->last_codes[0]);
-  }
-  step_.feedback_codes.resize(static_cast<size_t>(f) * static_cast<size_t>(config_.num_code_groups - 1));
-  for (int32_t j = 1; j < config_.num_code_groups; ++j)
-    for (int32_t i = 0; i < f; ++i)
-      step_.feedback_codes[static_cast<size_t>((j - 1) * f + i)] =
-          feedback[static_cast<size_t>(i)]->last_codes[static_cast<size_t>(j)];
+  builder.finish();
 }
 
 std::vector<TtsFrameEvent> TtsGenerator::step() {
@@ -227,7 +186,7 @@ std::vector<TtsFrameEvent> TtsGenerator::step() {
       event.codes.assign(begin, begin + groups);
       ++next;
       seq.c0_history.push_back(c0[i]);
-      seq.last_codes = event.codes;
+      seq.frames.insert(seq.frames.end(), event.codes.begin(), event.codes.end());
       ++times_.frames;
       if (static_cast<int32_t>(seq.c0_history.size()) >= seq.max_frames) {
         event.finished = true;

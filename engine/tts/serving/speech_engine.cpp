@@ -17,17 +17,13 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-SubmitResult refused(SubmitStatus status, std::string message, std::string param = {}) {
-  SubmitResult out;
-  out.status = status;
-  out.message = std::move(message);
-  out.param = std::move(param);
-  return out;
-}
+constexpr const char* kDeathPrefix = "the speech engine thread stopped: ";
 
 // After the engine died: said with a code the routes tell apart from a shutdown.
 SubmitResult refused_dead(const std::string& reason) {
-  SubmitResult out = refused(SubmitStatus::shutting_down, reason);
+  SubmitResult out;
+  out.status = SubmitStatus::shutting_down;
+  out.message = reason;
   out.code = "engine_dead";
   return out;
 }
@@ -57,7 +53,12 @@ struct SpeechEngine::InboxItem {
 
 SpeechEngine::SpeechEngine(const TtsModel& model, CodecDecoder& codec, SpeechEngineConfig config,
                            EngineObserver* observer, SpeechObserver* speech_observer)
-    : model_(model), codec_(codec), config_(std::move(config)), observer_(observer), speech_observer_(speech_observer) {
+    : model_(model),
+      codec_(codec),
+      config_(std::move(config)),
+      observer_(observer),
+      speech_observer_(speech_observer),
+      shell_(config_.max_waiting) {
   if (config_.block_size <= 0 || config_.max_num_seqs <= 0 || config_.max_num_batched_tokens <= 0 ||
       config_.max_waiting < 0 || config_.max_decode_frames <= 0)
     throw std::invalid_argument("speech engine: block_size, max_num_seqs, max_num_batched_tokens and "
@@ -91,9 +92,8 @@ SpeechEngine::SpeechEngine(const TtsModel& model, CodecDecoder& codec, SpeechEng
     turns_ = own_turns_.get();
   }
   codec_worker_ = std::make_unique<SpeechCodecWorker>(codec_, config_.max_decode_frames, speech_observer_, *turns_);
-  stats_.num_kv_blocks = num_blocks_;
-  stats_.block_size = config_.block_size;
-  stats_.kv_cache_bytes = bytes_per_block * static_cast<uint64_t>(num_blocks_);
+  kv_bytes_ = bytes_per_block * static_cast<uint64_t>(num_blocks_);
+  publish_stats(nullptr);
 }
 
 SpeechEngine::~SpeechEngine() { stop(); }
@@ -101,30 +101,22 @@ SpeechEngine::~SpeechEngine() { stop(); }
 int32_t SpeechEngine::sample_rate() const { return static_cast<int32_t>(codec_.config().output_sample_rate); }
 
 void SpeechEngine::start() {
-  std::lock_guard lock(inbox_mutex_);
-  if (started_) return;
-  started_ = true;
   codec_worker_->start();
-  thread_ = std::thread([this] { loop(); });
+  shell_.start([this] { loop(); }, kDeathPrefix,
+               [this](const std::string& reason, std::vector<Queued> queued) { die(reason, std::move(queued)); });
 }
 
 void SpeechEngine::stop() {
-  std::lock_guard stop_lock(stop_mutex_);
-  {
-    std::lock_guard lock(inbox_mutex_);
-    stopping_ = true;
-  }
-  inbox_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  // Never started: what was submitted ends "abort" here, on the caller's thread.
+  if (!shell_.stop()) end_queued(shell_.drain().items, FinishReason::abort, "the server is shutting down");
   if (codec_worker_) codec_worker_->stop();
 }
 
 SubmitResult SpeechEngine::submit(SpeechRequest request) {
   const TtsConfig& tc = model_.config();
   const auto reject = [&](std::string message, std::string param) {
-    std::lock_guard lock(inbox_mutex_);
-    ++num_rejected_;
-    return refused(SubmitStatus::rejected, std::move(message), std::move(param));
+    shell_.count_rejected();
+    return submit_rejected(std::move(message), std::move(param));
   };
   if (auto error = check_sampling(request.tts)) return reject(error->message, error->param);
   std::variant<TtsPrompt, PromptError> built = PromptError{"this speech model has no tokenizer", "model"};
@@ -173,135 +165,79 @@ SubmitResult SpeechEngine::submit(SpeechRequest request) {
   item->first_chunk_frames = std::max(request.first_chunk_frames, 1);
   item->chunk_frames = std::max(request.chunk_frames, 1);
   item->active = std::move(active);
-  {
-    std::lock_guard lock(inbox_mutex_);
-    if (dead_.load()) return refused_dead(dead_reason_);
-    if (stopping_) return refused(SubmitStatus::shutting_down, "the server is shutting down");
-    if (in_flight_ids_.count(request.request_id) != 0) {
-      ++num_rejected_;
-      return refused(SubmitStatus::rejected, "a request with this id is already in flight", "request_id");
-    }
-    if (num_waiting_ >= config_.max_waiting) {
-      ++num_queue_full_;
-      return refused(SubmitStatus::queue_full, "too many speech requests are waiting; retry later");
-    }
-    ++num_waiting_;
-    ++num_submitted_;
-    in_flight_ids_.insert(request.request_id);
-    inbox_.push_back(std::move(item));
-  }
-  inbox_cv_.notify_one();
-  SubmitResult out;
-  out.stream = std::move(stream);
+  std::vector<Queued> items;
+  items.push_back(std::move(item));
+  SubmitResult out = shell_.push(std::move(items), {request.request_id}, 1);
+  if (out.ok()) out.stream = std::move(stream);
   return out;
 }
 
-EngineStats SpeechEngine::stats() const {
-  std::lock_guard lock(stats_mutex_);
-  EngineStats out = stats_;
-  std::lock_guard inbox_lock(inbox_mutex_);
-  out.num_pending = static_cast<int32_t>(inbox_.size());
-  out.num_requests_submitted = num_submitted_;
-  out.num_requests_rejected = num_rejected_;
-  out.num_requests_queue_full = num_queue_full_;
-  return out;
-}
+bool SpeechEngine::abort(std::string_view request_id) { return shell_.abort(request_id); }
+
+EngineStats SpeechEngine::stats() const { return shell_.stats(); }
 
 EngineHealth SpeechEngine::health(std::chrono::nanoseconds step_timeout) const {
   if (auto reason = death_reason()) return {false, "dead", *reason};
-  return step_health(step_started_ns_.load(), step_timeout);
+  return shell_.health(step_timeout);
 }
 
 std::optional<std::string> SpeechEngine::death_reason() const {
-  if (dead_.load()) {
-    std::lock_guard lock(inbox_mutex_);
-    return dead_reason_;
-  }
+  if (auto reason = shell_.death_reason()) return reason;
   // The engine thread may be asleep when the codec thread stops: it learns of it
   // at its next pass, this says it at once.
-  if (auto codec_failure = codec_worker_->failure()) return "the speech engine thread stopped: " + *codec_failure;
+  if (auto codec_failure = codec_worker_->failure()) return kDeathPrefix + *codec_failure;
   return std::nullopt;
 }
 
-bool SpeechEngine::is_stopping() const {
-  std::lock_guard lock(inbox_mutex_);
-  return stopping_;
-}
+bool SpeechEngine::is_stopping() const { return shell_.is_stopping(); }
 
+// The engine thread; an exception escaping it (or the codec thread's failure,
+// rethrown here) is the shell's death: die() ends what is held.
 void SpeechEngine::loop() {
-  // Nothing may leave the thread: an exception escaping it ends the process.
-  std::string failure;
-  try {
-    while (drain_inbox()) {
-      if (auto codec_failure = codec_worker_->failure()) throw std::runtime_error(*codec_failure);
-      check_cancellations();
-      if (!scheduler_->has_unfinished()) {
-        publish_stats(nullptr);
-        std::unique_lock lock(inbox_mutex_);
-        inbox_cv_.wait(lock, [&] { return stopping_ || !inbox_.empty(); });
-        continue;
-      }
-      step_started_ns_.store(steady_now_ns());
-      ScheduledStep step = scheduler_->schedule(Clock::now());
-      for (const SequencePtr& seq : step.finished) {  // aborted or timed out
-        const FinishReason reason = seq->finish_reason();
-        finish_request(seq->request_id(), reason,
-                       reason == FinishReason::timeout ? "the request deadline passed" : "");
-      }
-      if (!step.empty()) {
-        try {
-          ComputeTurns::Turn turn(*turns_);
-          run_step(step);
-        } catch (const std::exception& e) {
-          fail_step(step, e.what());
-        } catch (...) {
-          fail_step(step, "an exception of unknown type");
-        }
-      }
-      step_started_ns_.store(0);
-      publish_stats(&step);
-      if (step.empty() && scheduler_->has_unfinished()) {
-        std::unique_lock lock(inbox_mutex_);
-        inbox_cv_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !inbox_.empty(); });
+  while (drain_inbox()) {
+    if (auto codec_failure = codec_worker_->failure()) throw std::runtime_error(*codec_failure);
+    check_cancellations();
+    if (!scheduler_->has_unfinished()) {
+      publish_stats(nullptr);
+      shell_.wait_for_work();
+      continue;
+    }
+    shell_.begin_step();
+    ScheduledStep step = scheduler_->schedule(Clock::now());
+    shell_.set_num_waiting(scheduler_->num_waiting());
+    for (const SequencePtr& seq : step.finished) {  // aborted or timed out
+      const FinishReason reason = seq->finish_reason();
+      finish_request(seq->request_id(), reason, reason == FinishReason::timeout ? "the request deadline passed" : "");
+    }
+    if (!step.empty()) {
+      try {
+        ComputeTurns::Turn turn(*turns_);
+        run_step(step);
+      } catch (const std::exception& e) {
+        fail_step(step, e.what());
+      } catch (...) {
+        fail_step(step, "an exception of unknown type");
       }
     }
-    shutdown(FinishReason::abort, "the server is shutting down");
-    return;
-  } catch (const std::exception& e) {
-    failure = e.what();
-  } catch (...) {
-    failure = "an exception of unknown type";
+    shell_.end_step();
+    publish_stats(&step);
+    if (step.empty() && scheduler_->has_unfinished()) shell_.wait_for_work(std::chrono::milliseconds(1));
   }
-  die(failure);
+  shutdown(FinishReason::abort, "the server is shutting down");
 }
 
 // Something outside a step threw, or the codec thread stopped: the engine's state
-// can no longer be trusted, so it takes no more work and ends everything it holds
-// with "error"; health() and submit() say why from now on.
-void SpeechEngine::die(const std::string& what) {
-  {
-    std::lock_guard lock(inbox_mutex_);
-    dead_reason_ = "the speech engine thread stopped: " + what;
-  }
-  dead_.store(true);
-  step_started_ns_.store(0);
-  spdlog::critical("model {}: {}", config_.model_name, dead_reason_);
-  try {
-    shutdown(FinishReason::error, dead_reason_);
-  } catch (...) {
-    spdlog::critical("model {}: ending the requests in flight failed too", config_.model_name);
-  }
+// can no longer be trusted. The shell takes no more work and says why; everything
+// held ends with "error".
+void SpeechEngine::die(const std::string& reason, std::vector<Queued> queued) {
+  spdlog::critical("model {}: {}", config_.model_name, reason);
+  end_queued(std::move(queued), FinishReason::error, reason);
+  shutdown(FinishReason::error, reason);
 }
 
 bool SpeechEngine::drain_inbox() {
-  std::vector<std::unique_ptr<InboxItem>> items;
-  bool stopping = false;
-  {
-    std::lock_guard lock(inbox_mutex_);
-    items.swap(inbox_);
-    stopping = stopping_;
-  }
-  for (auto& item : items) {
+  auto drained = shell_.drain();
+  for (Queued& item : drained.items) {
     Active& a = *item->active;
     const AddResult added = scheduler_->add(a.seq);
     if (!added.ok()) {  // the checks at submit make this rare: say why and end it
@@ -309,19 +245,19 @@ bool SpeechEngine::drain_inbox() {
       finish.reason = FinishReason::error;
       finish.error = added.message;
       a.stream->push_finish(std::move(finish));
-      std::lock_guard lock(inbox_mutex_);
-      in_flight_ids_.erase(a.id);
-      ++num_rejected_;
+      shell_.release(a.id);
+      shell_.count_rejected();
       continue;
     }
     codec_worker_->begin(a.id, a.stream, a.arrival, item->first_chunk_frames, item->chunk_frames);
     active_.emplace(a.id, std::move(item->active));
   }
-  {
-    std::lock_guard lock(inbox_mutex_);
-    num_waiting_ = scheduler_->num_waiting() + static_cast<int32_t>(inbox_.size());
+  for (const std::string& id : drained.aborts) {
+    auto it = active_.find(id);
+    if (it != active_.end() && !it->second->seq->is_finished()) scheduler_->abort(id);
   }
-  return !stopping;
+  shell_.set_num_waiting(scheduler_->num_waiting());
+  return drained.go_on;
 }
 
 void SpeechEngine::check_cancellations() {
@@ -330,71 +266,24 @@ void SpeechEngine::check_cancellations() {
   }
 }
 
-// Row p of a sequence: a prompt row, or for p >= rows the feedback of frame
-// p - rows: P(the next trailing text id or tts_pad) + C(c0) + the code predictor's
-// embeddings of c1..c15. Feedback entries go last in codec_ids (TalkerStep's rule).
+// Each scheduled sequence's rows of this step (prompt chunks, recomputes after a
+// preemption, feedback of its last frame: talker_step.h), one talker forward.
 void SpeechEngine::run_step(ScheduledStep& step) {
   const TtsConfig& tc = model_.config();
   const int32_t groups = tc.num_code_groups;
-  TalkerStep& ts = talker_step_;
-  ts.clear();
-  struct Feedback {
-    int32_t row;
-    const Active* active;
-    size_t frame;
-  };
-  std::vector<Feedback> feedback;
   std::vector<Active*> rows_of;  // per scheduled sequence
+  TalkerStepBuilder builder(tc, config_.block_size, talker_step_);
   for (const ScheduledSequence& ss : step.seqs) {
     Active& a = *active_.at(ss.seq->request_id());
     rows_of.push_back(&a);
-    backends::SequenceSlice slice;
-    slice.query_begin = static_cast<int32_t>(ts.positions.size());
-    slice.num_cached = static_cast<int32_t>(ss.start_position);
-    slice.num_queries = static_cast<int32_t>(ss.num_new_tokens);
-    slice.block_table = ss.block_table;
-    const auto num_rows = static_cast<int64_t>(a.prompt.rows.size());
-    for (int64_t i = 0; i < ss.num_new_tokens; ++i) {
-      const int64_t p = ss.start_position + i;
-      const auto row = static_cast<int32_t>(ts.positions.size());
-      if (p < num_rows) {
-        const PromptRow& pr = a.prompt.rows[static_cast<size_t>(p)];
-        ts.text_of_row.push_back(pr.text < 0 ? -1 : static_cast<int32_t>(ts.text_ids.size()));
-        if (pr.text >= 0) ts.text_ids.push_back(pr.text);
-        ts.codec_of_row.push_back(pr.codec < 0 ? -1 : static_cast<int32_t>(ts.codec_ids.size()));
-        if (pr.codec >= 0) ts.codec_ids.push_back(pr.codec);
-      } else {
-        const auto k = static_cast<size_t>(p - num_rows);
-        const int32_t text = k < a.prompt.trailing_text.size() ? a.prompt.trailing_text[k] : tc.text.tts_pad;
-        ts.text_of_row.push_back(static_cast<int32_t>(ts.text_ids.size()));
-        ts.text_ids.push_back(text);
-        ts.codec_of_row.push_back(-1);  // set below
-        feedback.push_back({row, &a, k});
-      }
-      ts.positions.push_back(static_cast<int32_t>(p));
-      ts.kv_slots.push_back(static_cast<int32_t>(step.slot_mapping[static_cast<size_t>(ss.query_start + i)]));
-    }
-    ts.logit_rows.push_back(slice.query_begin + slice.num_queries - 1);
-    ts.sequences.push_back(std::move(slice));
+    builder.add(a.prompt, a.frames, ss.start_position, ss.num_new_tokens, ss.block_table);
   }
-  const auto f = static_cast<int32_t>(feedback.size());
-  ts.num_feedback = f;
-  for (const Feedback& fb : feedback) {
-    ts.codec_of_row[static_cast<size_t>(fb.row)] = static_cast<int32_t>(ts.codec_ids.size());
-    ts.codec_ids.push_back(fb.active->frames[fb.frame * static_cast<size_t>(groups)]);
-  }
-  ts.feedback_codes.resize(static_cast<size_t>(f) * static_cast<size_t>(groups - 1));
-  for (int32_t j = 1; j < groups; ++j)
-    for (int32_t i = 0; i < f; ++i) {
-      const Feedback& fb = feedback[static_cast<size_t>(i)];
-      ts.feedback_codes[static_cast<size_t>((j - 1) * f + i)] =
-          fb.active->frames[fb.frame * static_cast<size_t>(groups) + static_cast<size_t>(j)];
-    }
+  builder.finish();
 
   const int64_t vocab = tc.talker.vocab_size;
   const size_t n = step.seqs.size();
   logits_.resize(n * static_cast<size_t>(vocab));
-  talker_->forward(ts, *cache_, logits_);
+  talker_->forward(talker_step_, *cache_, logits_);
 
   // Codebook 0 for the sequences whose chunk reached their last row.
   const int32_t eos = static_cast<int32_t>(tc.codec.eos);
@@ -473,8 +362,7 @@ void SpeechEngine::finish_request(std::string id, FinishReason reason, std::stri
   }
   codec_worker_->end(id, std::move(finish), /*decode_pending=*/reason != FinishReason::abort);
   active_.erase(it);
-  std::lock_guard lock(inbox_mutex_);
-  in_flight_ids_.erase(id);
+  shell_.release(id);
 }
 
 void SpeechEngine::fail_step(const ScheduledStep& step, const std::string& what) {
@@ -487,19 +375,21 @@ void SpeechEngine::fail_step(const ScheduledStep& step, const std::string& what)
 
 void SpeechEngine::publish_stats(const ScheduledStep* step) {
   const SchedulerStats s = scheduler_->stats();
-  {
-    std::lock_guard lock(stats_mutex_);
-    stats_.num_running = s.num_running;
-    stats_.num_waiting = s.num_waiting;
-    stats_.num_active_requests = static_cast<int32_t>(active_.size());
-    stats_.kv_cache_usage = s.kv_cache_usage;
-    stats_.num_preemptions = s.num_preemptions;
-    stats_.num_prompt_tokens = s.num_prompt_tokens;
-    stats_.num_generation_tokens = s.num_generation_tokens;
-    stats_.num_steps = s.num_steps;
-    stats_.num_iteration_tokens = s.num_iteration_tokens;
-    stats_.num_finished = s.num_finished;
-  }
+  EngineStats stats;
+  stats.num_running = s.num_running;
+  stats.num_waiting = s.num_waiting;
+  stats.num_active_requests = static_cast<int32_t>(active_.size());
+  stats.kv_cache_usage = s.kv_cache_usage;
+  stats.num_kv_blocks = num_blocks_;
+  stats.block_size = config_.block_size;
+  stats.kv_cache_bytes = kv_bytes_;
+  stats.num_preemptions = s.num_preemptions;
+  stats.num_prompt_tokens = s.num_prompt_tokens;
+  stats.num_generation_tokens = s.num_generation_tokens;
+  stats.num_steps = s.num_steps;
+  stats.num_iteration_tokens = s.num_iteration_tokens;
+  stats.num_finished = s.num_finished;
+  shell_.publish(stats);
   if (step != nullptr && !step->empty() && observer_) {
     observer_->on_step(StepMetrics{.num_batched_tokens = step->num_batched_tokens,
                                    .num_running = s.num_running,
@@ -509,21 +399,20 @@ void SpeechEngine::publish_stats(const ScheduledStep* step) {
   }
 }
 
-// Every request still queued or running ends with `reason` ("abort" for a stop,
-// "error" for a death); later submits are refused.
-void SpeechEngine::shutdown(FinishReason reason, const std::string& why) {
-  std::vector<std::unique_ptr<InboxItem>> items;
-  {
-    std::lock_guard lock(inbox_mutex_);
-    stopping_ = true;
-    items.swap(inbox_);
-  }
-  for (auto& item : items) {
+// Requests that were queued but never reached the engine thread end with `reason`.
+void SpeechEngine::end_queued(std::vector<Queued> queued, FinishReason reason, const std::string& why) {
+  for (Queued& item : queued) {
     ChoiceFinish finish;
     finish.reason = reason;
     finish.error = why;
     item->active->stream->push_finish(std::move(finish));
+    shell_.release(item->active->id);
   }
+}
+
+// Every request the engine thread holds ends with `reason` ("abort" for a stop,
+// "error" for a death); the shell refuses later submits.
+void SpeechEngine::shutdown(FinishReason reason, const std::string& why) {
   std::vector<std::string> ids;
   for (const auto& [id, active] : active_) ids.push_back(id);
   for (const std::string& id : ids) {

@@ -31,24 +31,21 @@
 // stopped: health() then says "dead"). num_prompt_tokens = input text tokens,
 // num_completion_tokens = frames.
 //
-// Thread-safety as Engine: submit(), stats(), health() from any thread; stop() not
-// from a stream wake-up. The TtsModel and CodecDecoder (and their backends) must
+// Thread-safety as Engine (both run on engine_shell.h): submit(), abort(), stats(),
+// health() from any thread; stop() not from a stream wake-up. The TtsModel and CodecDecoder (and their backends) must
 // outlive the engine; nothing else may use them while it runs.
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
+#include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "backends/dtype.h"
 #include "engine/engine.h"
+#include "engine/engine_shell.h"
 #include "engine/engine_stats.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
@@ -116,6 +113,9 @@ class SpeechEngine {
   // text, bad sampling values are `rejected` with the param named; a full queue is
   // `queue_full`; after stop() `shutting_down`.
   SubmitResult submit(SpeechRequest request);
+  // Ends a request in flight with "abort" at the next step (nothing more is
+  // decoded); false when no request with that id is in flight.
+  bool abort(std::string_view request_id);
 
   EngineStats stats() const;
   // "dead" once the engine or codec thread stopped on an exception (the requests it
@@ -132,6 +132,8 @@ class SpeechEngine {
 
  private:
   struct Active;
+  struct InboxItem;
+  using Queued = std::unique_ptr<InboxItem>;
 
   void loop();
   bool drain_inbox();
@@ -140,7 +142,8 @@ class SpeechEngine {
   void finish_request(std::string id, FinishReason reason, std::string error);
   void fail_step(const ScheduledStep& step, const std::string& what);
   void publish_stats(const ScheduledStep* step);
-  void die(const std::string& what);
+  void die(const std::string& reason, std::vector<Queued> queued);
+  void end_queued(std::vector<Queued> queued, FinishReason reason, const std::string& why);
   void shutdown(FinishReason reason, const std::string& why);
 
   const TtsModel& model_;
@@ -150,6 +153,7 @@ class SpeechEngine {
   SpeechObserver* speech_observer_;
   int64_t max_model_len_ = 0;
   int32_t num_blocks_ = 0;
+  uint64_t kv_bytes_ = 0;
 
   // --- engine thread only ---
   std::unique_ptr<KvCache> cache_;
@@ -164,25 +168,9 @@ class SpeechEngine {
   ComputeTurns* turns_ = nullptr;            // the steps' and the codec's turns on the CPU
   std::unique_ptr<SpeechCodecWorker> codec_worker_;
 
-  // --- shared, guarded by inbox_mutex_ ---
-  struct InboxItem;
-  mutable std::mutex inbox_mutex_;
-  std::condition_variable inbox_cv_;
-  std::vector<std::unique_ptr<InboxItem>> inbox_;
-  std::unordered_set<std::string> in_flight_ids_;
-  int32_t num_waiting_ = 0;  // scheduler's waiting count after the last schedule() + inbox
-  bool stopping_ = false;
-  bool started_ = false;
-  std::string dead_reason_;
-  uint64_t num_submitted_ = 0, num_rejected_ = 0, num_queue_full_ = 0;
-
-  mutable std::mutex stats_mutex_;
-  EngineStats stats_;
-
-  std::atomic<int64_t> step_started_ns_{0};
-  std::atomic<bool> dead_{false};
-  std::mutex stop_mutex_;
-  std::thread thread_;
+  // Shared with the other threads: inbox, ids in flight, lifecycle, stats. Declared
+  // last: its thread is joined before the rest goes.
+  EngineShell<Queued> shell_;
 };
 
 }  // namespace sluice::engine::tts

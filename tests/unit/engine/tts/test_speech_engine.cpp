@@ -237,6 +237,36 @@ TEST_CASE("cancelling a speech request ends it with abort and frees its KV") {
   CHECK(engine.stats().num_finished[static_cast<size_t>(FinishReason::abort)] == 1);
 }
 
+TEST_CASE("abort(id) ends a speech request with abort and frees its id and KV") {
+  World w;
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  engine.start();
+  CHECK_FALSE(engine.abort("nobody"));
+  const SubmitResult submitted = engine.submit(long_request("a", "serena", 1500));
+  REQUIRE(submitted.ok());
+  bool aborted = false;
+  const Outcome got = collect(*submitted.stream, [&](const Outcome&) {
+    if (!aborted) aborted = engine.abort("a");
+  });
+  CHECK(aborted);
+  CHECK(got.finish.reason == FinishReason::abort);
+  CHECK(got.finish.num_completion_tokens < 1500);
+  wait_until_idle(engine);
+  CHECK(engine.stats().num_finished[static_cast<size_t>(FinishReason::abort)] == 1);
+  CHECK(engine.submit(long_request("a", "serena", 4)).ok());  // the id is free again
+}
+
+TEST_CASE("stopping a speech engine that never started ends what was submitted with abort") {
+  World w;
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  const SubmitResult submitted = engine.submit(long_request("q", "serena", 10));
+  REQUIRE(submitted.ok());
+  engine.stop();
+  const Outcome got = collect(*submitted.stream);
+  CHECK(got.finish.reason == FinishReason::abort);
+  CHECK(got.pcm.empty());
+}
+
 TEST_CASE("a speech request past its deadline ends with timeout after the audio made before it") {
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});

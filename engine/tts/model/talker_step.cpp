@@ -1,0 +1,76 @@
+#include "engine/tts/model/talker_step.h"
+
+#include "backends/check.h"
+
+namespace sluice::engine::tts {
+
+void TalkerStep::clear() {
+  text_ids.clear();
+  text_of_row.clear();
+  codec_ids.clear();
+  codec_of_row.clear();
+  num_feedback = 0;
+  feedback_codes.clear();
+  positions.clear();
+  kv_slots.clear();
+  sequences.clear();
+  logit_rows.clear();
+}
+
+TalkerStepBuilder::TalkerStepBuilder(const TtsConfig& config, int32_t block_size, TalkerStep& step)
+    : config_(config), block_size_(block_size), step_(step) {
+  step_.clear();
+}
+
+void TalkerStepBuilder::add(const TtsPrompt& prompt, std::span<const int32_t> frames, int64_t start, int64_t count,
+                            std::span<const int32_t> block_table) {
+  SLUICE_CHECK(count > 0, "TalkerStepBuilder::add: no rows");
+  const auto groups = static_cast<size_t>(config_.num_code_groups);
+  const auto num_rows = static_cast<int64_t>(prompt.rows.size());
+  backends::SequenceSlice slice;
+  slice.query_begin = static_cast<int32_t>(step_.positions.size());
+  slice.num_cached = static_cast<int32_t>(start);
+  slice.num_queries = static_cast<int32_t>(count);
+  slice.block_table.assign(block_table.begin(), block_table.end());
+  for (int64_t p = start; p < start + count; ++p) {
+    const auto row = static_cast<int32_t>(step_.positions.size());
+    if (p < num_rows) {
+      const PromptRow& pr = prompt.rows[static_cast<size_t>(p)];
+      step_.text_of_row.push_back(pr.text < 0 ? -1 : static_cast<int32_t>(step_.text_ids.size()));
+      if (pr.text >= 0) step_.text_ids.push_back(pr.text);
+      step_.codec_of_row.push_back(pr.codec < 0 ? -1 : static_cast<int32_t>(step_.codec_ids.size()));
+      if (pr.codec >= 0) step_.codec_ids.push_back(pr.codec);
+    } else {
+      const auto k = static_cast<size_t>(p - num_rows);
+      SLUICE_CHECK((k + 1) * groups <= frames.size(), "TalkerStepBuilder::add: a fed-back frame is missing");
+      const int32_t text = k < prompt.trailing_text.size() ? prompt.trailing_text[k] : config_.text.tts_pad;
+      step_.text_of_row.push_back(static_cast<int32_t>(step_.text_ids.size()));
+      step_.text_ids.push_back(text);
+      step_.codec_of_row.push_back(-1);  // set by finish(): feedback entries go last
+      feedback_.push_back({row, frames.subspan(k * groups, groups)});
+    }
+    const auto pos = static_cast<int32_t>(p);
+    step_.positions.push_back(pos);
+    step_.kv_slots.push_back(block_table[static_cast<size_t>(pos / block_size_)] * block_size_ + pos % block_size_);
+  }
+  step_.logit_rows.push_back(slice.query_begin + slice.num_queries - 1);
+  step_.sequences.push_back(std::move(slice));
+}
+
+void TalkerStepBuilder::finish() {
+  const auto f = static_cast<int32_t>(feedback_.size());
+  step_.num_feedback = f;
+  for (const Feedback& fb : feedback_) {
+    step_.codec_of_row[static_cast<size_t>(fb.row)] = static_cast<int32_t>(step_.codec_ids.size());
+    step_.codec_ids.push_back(fb.codes[0]);
+  }
+  const int32_t groups = config_.num_code_groups;
+  step_.feedback_codes.resize(static_cast<size_t>(f) * static_cast<size_t>(groups - 1));
+  for (int32_t j = 1; j < groups; ++j)
+    for (int32_t i = 0; i < f; ++i)
+      step_.feedback_codes[static_cast<size_t>((j - 1) * f + i)] =
+          feedback_[static_cast<size_t>(i)].codes[static_cast<size_t>(j)];
+  feedback_.clear();
+}
+
+}  // namespace sluice::engine::tts

@@ -1,0 +1,75 @@
+#include "engine/tts/model/talker_step.h"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+// The one builder of the talker's step input (the generator and the speech engine
+// both use it): prompt rows, feedback rows from kept frames, KV slots, and the
+// order of the codec entries the talker relies on.
+namespace sluice::engine::tts {
+namespace {
+
+TtsConfig small_config() {
+  TtsConfig config;
+  config.num_code_groups = 3;
+  config.text.tts_pad = 99;
+  return config;
+}
+
+TEST_CASE("talker step: prompt rows, feedback rows from kept frames, slots by block table") {
+  const TtsConfig config = small_config();
+  TtsPrompt a;  // three prompt rows: text only, both tracks, codec only
+  a.rows = {{.text = 10, .codec = -1}, {.text = 11, .codec = 20}, {.text = -1, .codec = 21}};
+  TtsPrompt b;
+  b.rows = {{.text = 12, .codec = 22}};
+  b.trailing_text = {50};  // frame 0 feeds text 50; frame 1 gets tts_pad
+  const std::vector<int32_t> b_frames = {1, 2, 3, 4, 5, 6};  // two frames of G = 3
+
+  TalkerStep step;
+  step.positions = {7};  // the builder starts from a clear step
+  TalkerStepBuilder builder(config, /*block_size=*/2, step);
+  builder.add(a, {}, 0, 3, std::vector<int32_t>{5, 8});
+  // b after a preemption: its prompt row is cached, frames 0 and 1 are recomputed.
+  builder.add(b, b_frames, 1, 2, std::vector<int32_t>{3, 4});
+  builder.finish();
+
+  CHECK(step.positions == std::vector<int32_t>{0, 1, 2, 1, 2});
+  // Slot = block_table[p / 2] * 2 + p % 2.
+  CHECK(step.kv_slots == std::vector<int32_t>{10, 11, 16, 7, 8});
+  CHECK(step.text_ids == std::vector<int32_t>{10, 11, 50, 99});
+  CHECK(step.text_of_row == std::vector<int32_t>{0, 1, -1, 2, 3});
+  // The prompt's codec ids first, then the feedback rows' codebook 0 (they go last).
+  CHECK(step.codec_ids == std::vector<int32_t>{20, 21, 1, 4});
+  CHECK(step.codec_of_row == std::vector<int32_t>{-1, 0, 1, 2, 3});
+  CHECK(step.num_feedback == 2);
+  // Codebook j of feedback entry i at (j - 1) * num_feedback + i.
+  CHECK(step.feedback_codes == std::vector<int32_t>{2, 5, 3, 6});
+  REQUIRE(step.sequences.size() == 2);
+  CHECK(step.sequences[0].query_begin == 0);
+  CHECK(step.sequences[0].num_cached == 0);
+  CHECK(step.sequences[0].num_queries == 3);
+  CHECK(step.sequences[1].query_begin == 3);
+  CHECK(step.sequences[1].num_cached == 1);
+  CHECK(step.sequences[1].num_queries == 2);
+  CHECK(step.sequences[1].block_table == std::vector<int32_t>{3, 4});
+  CHECK(step.logit_rows == std::vector<int32_t>{2, 4});
+}
+
+TEST_CASE("talker step: a running sequence feeds back its last frame only") {
+  const TtsConfig config = small_config();
+  TtsPrompt p;
+  p.rows = {{.text = 1, .codec = 2}, {.text = 3, .codec = 4}};
+  const std::vector<int32_t> frames = {7, 8, 9, 17, 18, 19, 27, 28, 29};
+  TalkerStep step;
+  TalkerStepBuilder builder(config, 16, step);
+  builder.add(p, frames, /*start=*/4, /*count=*/1, std::vector<int32_t>{0});  // row 4 = frame 2
+  builder.finish();
+  CHECK(step.codec_ids == std::vector<int32_t>{27});
+  CHECK(step.feedback_codes == std::vector<int32_t>{28, 29});
+  CHECK(step.text_ids == std::vector<int32_t>{99});
+  CHECK(step.kv_slots == std::vector<int32_t>{4});
+}
+
+}  // namespace
+}  // namespace sluice::engine::tts
