@@ -31,6 +31,13 @@ class ComputeTurns {
     ComputeTurns& turns_;
   };
 
+  // Turns asked for so far, granted or still waiting (0 when disabled): tests read it
+  // to know that a thread has taken its place in line.
+  uint64_t num_tickets() const {
+    std::lock_guard lock(mutex_);
+    return next_ticket_;
+  }
+
  private:
   void acquire() {
     if (!enabled_) return;
@@ -48,7 +55,7 @@ class ComputeTurns {
   }
 
   const bool enabled_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   uint64_t next_ticket_ = 0;  // guarded by mutex_
   uint64_t serving_ = 0;      // guarded by mutex_

@@ -93,3 +93,16 @@ def _split_labels(text):
 
 def metric(samples, name, **labels):
     return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def wait_requests_in_flight(daemon, count, timeout=30.0):
+    """Waits until at least `count` requests other than the scrape itself are in flight
+    (their header read, no response yet), as /metrics shows."""
+    deadline = time.monotonic() + timeout
+    while True:
+        samples = parse_metrics(request(daemon, "GET", "/metrics")[2].decode())
+        others = metric(samples, "sluice_http_requests_in_flight") - 1  # the scrape counts itself
+        if others >= count:
+            return
+        assert time.monotonic() < deadline, f"{others} of {count} requests in flight"
+        time.sleep(0.02)

@@ -3,6 +3,7 @@ the daemon must answer (or close) and keep serving everyone else."""
 import http.client
 import json
 import os
+import select
 import socket
 import time
 
@@ -68,15 +69,14 @@ def test_invented_methods_and_paths_add_no_metric_series(daemon):
 
 
 def test_silent_connections_time_out_from_accept(start_daemon):
+    # The header timeout (1 s) runs from accept; the idle timeout (600 s) and the 30 s
+    # each socket waits are both far beyond it.
     daemon = start_daemon("--max-connections", "4", "--header-timeout-s", "1",
-                          "--idle-timeout-s", "60")
-    silent = [socket.create_connection(("127.0.0.1", daemon.port), timeout=5) for _ in range(4)]
+                          "--idle-timeout-s", "600")
+    silent = [socket.create_connection(("127.0.0.1", daemon.port), timeout=30) for _ in range(4)]
     try:
-        started = time.monotonic()
         for sock in silent:
-            sock.settimeout(5)
-            assert sock.recv(1) == b""  # closed by the server, not left for the idle timeout
-        assert time.monotonic() - started < 4
+            assert sock.recv(1) == b""  # closed by the server (a timeout here raises)
         assert request(daemon, "GET", "/health")[0] == 200
     finally:
         for sock in silent:
@@ -164,7 +164,7 @@ def test_pipelined_garbage_then_close_neither_crashes_nor_leaks(daemon):
             reply = read_until_closed(sock)
         assert reply.startswith(b"HTTP/1.1 200") or reply.startswith(b"HTTP/1.1 405"), reply[:200]
     # Every one of those connections is closed and forgotten.
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while True:
         samples = parse_metrics(request(daemon, "GET", "/metrics")[2].decode())
         open_now = metric(samples, "sluice_http_connections_open")
@@ -182,19 +182,21 @@ def test_a_header_sent_in_pieces_counts_whole_against_the_limit(daemon):
     # left a byte pending, and the header grew without bound (50 MB in the report).
     fields = (b"X-Pad: " + b"p" * 91 + b"\r\n") * 2400  # 240 KB, never ended: 15 times the limit
     piece = 4000  # 40 fields of 100 bytes
-    reply = b""
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\n" + fields[:1])
-        sock.settimeout(0.2)
         for start in range(1, len(fields) - piece, piece):
             try:
                 sock.sendall(fields[start:start + piece])
-                reply = sock.recv(65536)  # the answer, once the header passed the limit
-            except socket.timeout:
-                continue
             except (BrokenPipeError, ConnectionResetError):
+                break  # the server answered and closed; the answer is still to be read
+            # Pieces apart (so that the server reads each on its own), until the answer shows.
+            if select.select([sock], [], [], 0.2)[0]:
                 break
-            break
+        sock.settimeout(30)
+        try:
+            reply = sock.recv(65536)  # what arrived before any reset is still read
+        except ConnectionResetError:
+            reply = b""
     assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
     assert_openai_error(reply.split(b"\r\n\r\n", 1)[1], code="header_too_large")
     assert_alive(daemon)

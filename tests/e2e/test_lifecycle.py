@@ -7,17 +7,22 @@ import time
 import pytest
 
 from conftest import SLUICE_BIN, TINY_MODEL
-from http_util import read_until_closed, request
+from http_util import read_until_closed, request, wait_requests_in_flight
 
 
 def test_slowloris_header_is_cut_off(start_daemon):
+    # A header timeout of 1 s against up to 8 s of dribbling: a deadline restarted by
+    # each line would never fire, and the default of 10 s would outlast the dribble;
+    # 8 s leaves the 1 s deadline room on a loaded machine.
     daemon = start_daemon("--header-timeout-s", "1")
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
-        started = time.monotonic()
         sock.sendall(b"GET /health HTTP/1.1\r\n")
         closed = False
-        # Dribble one header line every 0.2 s; the server must hang up after ~1 s.
-        for i in range(40):
+        dribble_until = time.monotonic() + 8
+        i = 0
+        # Dribble one header line every 0.2 s until the server hangs up.
+        while not closed and time.monotonic() < dribble_until:
+            i += 1
             try:
                 sock.sendall(b"X-Drip-%d: y\r\n" % i)
             except (BrokenPipeError, ConnectionResetError):
@@ -27,25 +32,21 @@ def test_slowloris_header_is_cut_off(start_daemon):
             try:
                 if sock.recv(4096) == b"":
                     closed = True
-                    break
             except socket.timeout:
                 pass
             except ConnectionResetError:
                 closed = True
-                break
-        elapsed = time.monotonic() - started
-        assert closed, "server kept a slowloris connection open for 8 s"
-        assert elapsed < 4, elapsed
+        assert closed, f"server kept a slowloris connection open through {i} header lines"
     # Everyone else is still served.
     assert request(daemon, "GET", "/health")[0] == 200
 
 
 def test_silent_connection_hits_idle_timeout(start_daemon):
-    daemon = start_daemon("--idle-timeout-s", "1")
-    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
-        started = time.monotonic()
-        assert read_until_closed(sock, timeout=8) == b""
-        assert time.monotonic() - started < 4
+    # The idle timeout (1 s) closes it; the header timeout (60 s) and the 30 s we wait
+    # are both far beyond it.
+    daemon = start_daemon("--idle-timeout-s", "1", "--header-timeout-s", "60")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=30) as sock:
+        assert sock.recv(1) == b""  # closed by the server (a timeout here raises)
 
 
 def test_graceful_shutdown_finishes_the_request_in_flight(start_daemon):
@@ -56,47 +57,49 @@ def test_graceful_shutdown_finishes_the_request_in_flight(start_daemon):
         # The request is in flight: headers and half the body are in.
         sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body)
                      + body[:5])
-        time.sleep(0.3)
+        wait_requests_in_flight(daemon, 1)
         daemon.signal(signal.SIGTERM)
-        daemon.wait_for_log(r"shutting down", timeout=5)
+        daemon.wait_for_log(r"shutting down")
 
         # No new connections once draining began.
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", daemon.port), timeout=2).close()
 
         sock.sendall(body[5:])
-        reply = read_until_closed(sock, timeout=5)
+        reply = read_until_closed(sock, timeout=30)
     finally:
         sock.close()
     head, _, payload = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200"), reply[:300]
     assert b"Connection: close" in head
     assert b'"id":"tiny"' in payload
-    assert daemon.wait_exit(timeout=10) == 0
+    assert daemon.wait_exit(timeout=30) == 0
     assert "all connections drained" in daemon.log
 
 
 def test_shutdown_closes_idle_keep_alive_connections_at_once(start_daemon):
-    daemon = start_daemon("--shutdown-grace-s", "30", "--idle-timeout-s", "60")
+    # Nothing in flight: the drain ends as soon as the idle connection is closed, not
+    # when the (here 600 s) grace period is over.
+    daemon = start_daemon("--shutdown-grace-s", "600", "--idle-timeout-s", "600")
     sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
     sock.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
     assert sock.recv(4096).startswith(b"HTTP/1.1 200")
-    started = time.monotonic()
     daemon.signal(signal.SIGINT)
-    assert daemon.wait_exit(timeout=10) == 0
-    assert time.monotonic() - started < 5  # not the 30 s grace: nothing was in flight
+    assert daemon.wait_exit(timeout=60) == 0
+    assert "all connections drained" in daemon.log
+    assert "grace period over" not in daemon.log
     sock.close()
 
 
 def test_grace_period_bounds_a_stuck_request(start_daemon):
-    daemon = start_daemon("--shutdown-grace-s", "1", "--body-timeout-s", "60")
+    # The body never completes and its own timeout (600 s) is far off: only the 1 s
+    # grace period can end it.
+    daemon = start_daemon("--shutdown-grace-s", "1", "--body-timeout-s", "600")
     sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
     sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
-    time.sleep(0.3)
-    started = time.monotonic()
+    wait_requests_in_flight(daemon, 1)
     daemon.signal(signal.SIGTERM)
-    assert daemon.wait_exit(timeout=10) == 0
-    assert time.monotonic() - started < 5
+    assert daemon.wait_exit(timeout=60) == 0
     assert "grace period over" in daemon.log
     sock.close()
 

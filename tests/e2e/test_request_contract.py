@@ -3,8 +3,10 @@ work (prompts x n, logit_bias, text length), all-or-nothing submission of severa
 prompts, context-length errors, OpenAI's and vLLM's extra fields, strict mode,
 priority, and request deadlines as the official `openai` client sees them.
 """
+import http.client
 import json
 import re
+import threading
 import time
 
 import pytest
@@ -39,15 +41,40 @@ def aborted_total(daemon):
 # ---- bounds checked before any work -------------------------------------------
 
 
+def engine_counts(daemon):
+    """(prompt tokens computed, choices finished) from a /metrics scrape that shows
+    nothing running or waiting: the engine publishes its counters and gauges as one
+    snapshot, so every request that has answered is counted in it."""
+    deadline = time.monotonic() + 30
+    while True:
+        _, _, raw = request(daemon, "GET", "/metrics")
+        samples = parse_metrics(raw.decode())
+        busy = sum(value for (name, _), value in samples.items()
+                   if name in ("sluice_num_requests_running", "sluice_num_requests_waiting"))
+        if busy == 0:
+            break
+        assert time.monotonic() < deadline, "the engine never went idle"
+        time.sleep(0.05)
+    return (sum(value for (name, _), value in samples.items() if name == "sluice_prompt_tokens_total"),
+            sum(value for (name, _), value in samples.items() if name == "sluice_request_success_total"))
+
+
 def test_many_prompts_times_n_are_refused_before_any_work(tiny):
-    started = time.monotonic()
-    status, _, raw = post(tiny, "/v1/completions", greedy(["a"] * 20000, n=2))
+    before = engine_counts(tiny)
+    # 20,000 prompts, the last not even a prompt: counted, never read (reading them
+    # would have named prompt[19999]), so not tokenized either.
+    status, _, raw = post(tiny, "/v1/completions", greedy(["a"] * 19999 + [{"not": "a prompt"}], n=2))
     assert status == 400
-    assert_openai_error(raw, param="prompt")
-    assert time.monotonic() - started < 5
-    status, _, raw = post(tiny, "/v1/completions", greedy(["a"] * 17, n=16))  # 272 choices
+    error = assert_openai_error(raw, param="prompt")
+    assert "at most 256 prompts, got 20000" in error["message"], error
+    # 17 prompts x n = 16: the parser's count of choices refuses it, before the
+    # context-length check (which the 2 MB last prompt would fail) and tokenizing.
+    status, _, raw = post(tiny, "/v1/completions", greedy(["a"] * 16 + ["word " * 400_000], n=16))
     assert status == 400
-    assert_openai_error(raw, param="n")
+    error = assert_openai_error(raw, param="n")
+    assert "asks for 272 choices" in error["message"], error
+    # Nothing reached the engine: no prompt token computed, no choice finished.
+    assert engine_counts(tiny) == before
     assert request(tiny, "GET", "/health")[0] == 200
 
 
@@ -136,6 +163,61 @@ def test_priority_is_ignored_unless_allowed_then_bounded(tiny, start_daemon):
     status, _, raw = post(allowing, "/v1/completions", greedy("x", priority=1001))
     assert status == 400
     assert_openai_error(raw, param="priority")
+
+
+def wait_queued_besides(daemon, blocker_id, num_blocker_prompts, count):
+    """Waits until `count` sequences besides the blocker's are running or waiting in the
+    engine. The blocker's own are its prompts not yet finished: its finish lines are
+    counted before the scrape, so a late line can only make the count look smaller."""
+    deadline = time.monotonic() + 30
+    while True:
+        num_finished = daemon.count_log(rf"request {blocker_id}-\d+ finished")
+        assert num_finished < num_blocker_prompts, "the blocker ended before the others were queued"
+        samples = parse_metrics(request(daemon, "GET", "/metrics")[2].decode())
+        in_engine = sum(value for (name, _), value in samples.items()
+                        if name in ("sluice_num_requests_running", "sluice_num_requests_waiting"))
+        if in_engine - (num_blocker_prompts - num_finished) >= count:
+            return
+        assert time.monotonic() < deadline, f"{count} requests never queued beside the blocker"
+        time.sleep(0.02)
+
+
+def test_allowed_priority_serves_the_lower_value_first(start_daemon):
+    # One sequence at a time. A blocker of many prompts at priority -100 holds the
+    # engine while a request of priority 5 is queued, then one of priority -5; the
+    # blocker is then cut off. First come first served (or fair order), the 5 would
+    # go first; by priority the -5 does.
+    daemon = start_daemon("--allow-priority", "true", "--max-num-seqs", "1")
+    num_blocker_prompts = 64
+    blocker = greedy([f"blocker {i}" for i in range(num_blocker_prompts)], max_tokens=200, ignore_eos=True,
+                     stream=True, priority=-100)
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=120)
+    ids = {}
+
+    def send(name, priority):
+        ids[name] = post_json(daemon, "/v1/completions", greedy("x", max_tokens=2, priority=priority))["id"]
+
+    threads = [threading.Thread(target=send, args=("low", 5)), threading.Thread(target=send, args=("high", -5))]
+    try:
+        conn.request("POST", "/v1/completions", body=json.dumps(blocker),
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 200
+        ids["blocker"] = json.loads(response.readline()[len(b"data: "):])["id"]  # its first prompt runs
+        for count, thread in enumerate(threads, start=1):
+            thread.start()
+            wait_queued_besides(daemon, ids["blocker"], num_blocker_prompts, count)
+    finally:
+        conn.close()  # the blocker's client leaves: what is left of it is aborted
+    for thread in threads:
+        thread.join(timeout=120)
+    assert set(ids) == {"blocker", "low", "high"}, daemon.log[-2000:]
+    daemon.wait_for_log_count(rf"request {ids['blocker']}-\d+ finished", num_blocker_prompts)
+    daemon.wait_for_log(rf"request {ids['low']}-0 finished")
+    # The engine logs each prompt's end in the order they finished.
+    order = re.findall(rf"request ({ids['blocker']}-\d+|{ids['low']}-0|{ids['high']}-0) finished", daemon.log)
+    assert order[-2:] == [f"{ids['high']}-0", f"{ids['low']}-0"], order
+    assert len(order) == num_blocker_prompts + 2, order
 
 
 def test_a_stop_string_has_a_length_bound(tiny):

@@ -37,44 +37,60 @@ TEST_CASE("compute turns: one holder at a time, and every thread gets its turns"
   CHECK(served == std::vector<int>{300, 300, 300});
 }
 
+// Waits until `turns` has handed out `count` tickets: a thread that asked for a turn
+// has its place in line. Bounded; false when it never happened.
+bool wait_for_tickets(const ComputeTurns& turns, uint64_t count) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (turns.num_tickets() < count) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 TEST_CASE("compute turns: in arrival order") {
   ComputeTurns turns(true);
   std::vector<int> order;
   std::optional<ComputeTurns::Turn> first;
   first.emplace(turns);  // held while the others queue up one by one
   std::vector<std::thread> threads;
-  std::atomic<int> started{0};
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      ++started;
       ComputeTurns::Turn turn(turns);
-      order.push_back(t);
+      order.push_back(t);  // one holder at a time: no lock needed
     });
-    // Each thread takes its ticket before the next starts.
-    while (started.load() < t + 1) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Thread t is in line (ticket t + 1) before thread t + 1 starts.
+    REQUIRE(wait_for_tickets(turns, static_cast<uint64_t>(t) + 2));
   }
   first.reset();
   for (auto& thread : threads) thread.join();
   CHECK(order == std::vector<int>{0, 1, 2, 3});
 }
 
-// A second turn while the first is held: granted at once only when disabled.
-bool second_turn_within(ComputeTurns& turns, std::chrono::milliseconds limit) {
-  std::optional<ComputeTurns::Turn> held;
-  held.emplace(turns);
-  auto second = std::async(std::launch::async, [&] { ComputeTurns::Turn turn(turns); });
-  const bool granted = second.wait_for(limit) == std::future_status::ready;
-  held.reset();  // lets an enabled second turn through, so the future can end
-  second.wait();
-  return granted;
-}
-
 TEST_CASE("compute turns: disabled turns never wait, enabled ones do") {
-  ComputeTurns disabled(false);
-  CHECK(second_turn_within(disabled, std::chrono::seconds(5)));
+  {
+    ComputeTurns disabled(false);
+    ComputeTurns::Turn held(disabled);
+    auto second = std::async(std::launch::async, [&] { ComputeTurns::Turn turn(disabled); });
+    // Granted while the first is held; the limit only bounds a failing run.
+    CHECK(second.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+    CHECK(disabled.num_tickets() == 0);
+  }
   ComputeTurns enabled(true);
-  CHECK_FALSE(second_turn_within(enabled, std::chrono::milliseconds(100)));
+  std::optional<ComputeTurns::Turn> held;
+  held.emplace(enabled);
+  std::atomic<bool> granted{false};
+  auto second = std::async(std::launch::async, [&] {
+    ComputeTurns::Turn turn(enabled);
+    granted = true;
+  });
+  REQUIRE(wait_for_tickets(enabled, 2));  // the second is in line
+  // It stays there while the first is held: however long we look, it is not granted.
+  CHECK(second.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);
+  CHECK_FALSE(granted.load());
+  held.reset();
+  CHECK(second.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  CHECK(granted.load());
 }
 
 }  // namespace

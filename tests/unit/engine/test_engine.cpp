@@ -2,10 +2,13 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "tests/unit/backends/forwarding_backend.h"
 #include "tests/unit/engine/engine_harness.h"
+#include "tests/unit/engine/thread_activity.h"
 
 namespace sluice::engine::testing {
 namespace {
@@ -451,16 +454,41 @@ TEST_CASE("an observer sees steps, first tokens, inter-token latencies and finis
   CHECK(recorder.generated.load() == 8);
 }
 
-TEST_CASE("an idle engine sleeps: no steps while nothing is queued") {
+TEST_CASE("an idle engine sleeps: no steps and no wake-ups while nothing is queued") {
   LoadedFixture f = load_engine_fixture("llama");
   Engine engine(*f.model, *f.tokenizer, small_config());
+  // The engine thread is the one thread start() adds (the backend's pool exists already).
+  const std::set<pid_t> before = sluice::testing::thread_ids();
   engine.start();
+  std::vector<pid_t> added;
+  for (pid_t id : sluice::testing::thread_ids())
+    if (!before.contains(id)) added.push_back(id);
   auto submitted = engine.submit(greedy_request("one", make_prompt(4, 9), 3));
   REQUIRE(submitted.ok());
   collect(*submitted.stream);
   REQUIRE(wait_idle(engine));
   const uint64_t steps = engine.stats().num_steps;
-  std::this_thread::sleep_for(50ms);
+  const bool can_look = added.size() == 1 && sluice::testing::read_thread_activity(added[0]).has_value();
+#ifdef __linux__
+  REQUIRE(can_look);
+#endif
+  if (can_look) {
+    const pid_t engine_thread = added[0];
+    // Until the thread has gone to sleep (a spinning one never does: it fails below).
+    for (int i = 0; i < 1000 && sluice::testing::read_thread_activity(engine_thread)->state != 'S'; ++i)
+      std::this_thread::sleep_for(10ms);
+    const auto asleep = *sluice::testing::read_thread_activity(engine_thread);
+    // The idle period looked at: long enough for a loop that polls (even every 100 ms)
+    // or spins to show in the counts; a wait on the inbox's condition variable adds
+    // nothing, however loaded the machine.
+    std::this_thread::sleep_for(300ms);
+    const auto later = *sluice::testing::read_thread_activity(engine_thread);
+    CHECK(later.num_switches - asleep.num_switches <= 1);  // no wake-ups (1: a spurious one)
+    CHECK(later.cpu_ticks - asleep.cpu_ticks <= 1);        // no CPU time (1: a tick at the edge)
+  } else {
+    MESSAGE("no per-thread counters here: checking steps only");
+    std::this_thread::sleep_for(300ms);
+  }
   CHECK(engine.stats().num_steps == steps);
   // And it wakes for the next request.
   submitted = engine.submit(greedy_request("two", make_prompt(5, 9), 3));

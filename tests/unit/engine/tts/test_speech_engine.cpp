@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -108,7 +109,7 @@ SpeechRequest long_request(std::string id, const std::string& voice, int32_t fra
 }
 
 void wait_until_idle(const SpeechEngine& engine) {
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0; i < 3000; ++i) {  // 30 s: generous under ASan on a loaded machine
     const EngineStats s = engine.stats();
     if (s.num_running == 0 && s.num_waiting == 0 && s.kv_cache_usage == 0.0) return;
     std::this_thread::sleep_for(10ms);
@@ -268,14 +269,28 @@ TEST_CASE("stopping a speech engine that never started ends what was submitted w
 }
 
 TEST_CASE("a speech request past its deadline ends with timeout after the audio made before it") {
+  // Once the test has heard audio, the engine's next step waits out the deadline (the
+  // observer runs on the engine thread between steps), so it passes mid-run however
+  // fast the machine; 2 s is only how long the first frame may take under load.
+  struct HoldAfterAudio : EngineObserver {
+    std::atomic<bool> heard{false};
+    std::atomic<bool> held{false};
+    Clock::time_point deadline;
+    void on_step(const StepMetrics&) override {
+      if (held.load() || !heard.load()) return;
+      held = true;
+      std::this_thread::sleep_until(deadline + 1ms);
+    }
+  } observer;
   World w;
-  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{}, &observer);
   engine.start();
   SpeechRequest s = long_request("t", "ryan", 4000);
-  s.deadline = Clock::now() + 300ms;
+  s.deadline = observer.deadline = Clock::now() + 2s;
   const SubmitResult submitted = engine.submit(std::move(s));
   REQUIRE(submitted.ok());
-  const Outcome got = collect(*submitted.stream);
+  const Outcome got = collect(*submitted.stream, [&](const Outcome&) { observer.heard = true; });
+  CHECK(observer.held);
   CHECK(got.finish.reason == FinishReason::timeout);
   CHECK(got.finish.num_completion_tokens > 0);
   CHECK(got.finish.num_completion_tokens < 4000);

@@ -76,3 +76,90 @@ TEST_CASE("max_per_address caps one address's regular slots, not the others'") {
   tracker.remove(first);
   CHECK(tracker.admit(f.make(), "10.0.0.1") == Admission::regular);
 }
+
+TEST_CASE("a probe slot goes back when its connection ends; an evicted one is not given back twice") {
+  Fixture f;
+  ConnectionTracker tracker({.max_connections = 0, .max_per_address = 0, .probe_slots = 1});
+  auto probe = f.make();
+  REQUIRE(tracker.admit(probe, "a") == Admission::probe_only);
+  tracker.header_arrived(probe);
+  CHECK(tracker.admit(f.make(), "a") == Admission::refused);
+  tracker.remove(probe);
+  auto silent = f.make();
+  CHECK(tracker.admit(silent, "a") == Admission::probe_only);
+  auto newcomer = f.make();
+  CHECK(tracker.admit(newcomer, "a") == Admission::probe_only);  // `silent` made room
+  tracker.remove(silent);                                        // its slot was already given away
+  tracker.header_arrived(newcomer);
+  CHECK(tracker.admit(f.make(), "a") == Admission::refused);
+  CHECK(tracker.size() == 1);
+}
+
+TEST_CASE("draining closes idle connections at once, busy ones only once they are done") {
+  Fixture f;
+  ConnectionTracker tracker;
+  auto idle = f.make();
+  auto busy = f.make();
+  REQUIRE(tracker.admit(idle, "a") == Admission::regular);
+  REQUIRE(tracker.admit(busy, "a") == Admission::regular);  // admitted busy: its first request is read
+  CHECK(tracker.enter_idle(idle));
+  int num_drained = 0;
+  tracker.begin_drain([&] { ++num_drained; });
+  CHECK(tracker.is_draining());
+  f.ioc.run();  // the closes run on each connection's strand
+  CHECK_FALSE(idle->stream.socket().is_open());
+  CHECK(busy->stream.socket().is_open());
+  // The busy one finishes its response; waiting for another is refused.
+  CHECK_FALSE(tracker.enter_idle(busy));
+  tracker.remove(idle);
+  CHECK(num_drained == 0);
+  tracker.remove(busy);
+  CHECK(num_drained == 1);  // the last one out
+  CHECK(tracker.size() == 0);
+}
+
+TEST_CASE("draining with no connection open is drained at once") {
+  ConnectionTracker tracker;
+  int num_drained = 0;
+  tracker.begin_drain([&] { ++num_drained; });
+  CHECK(num_drained == 1);
+  CHECK(tracker.is_draining());
+}
+
+TEST_CASE("an idle connection whose next request arrives before the drain's close runs is served") {
+  Fixture f;
+  ConnectionTracker tracker;
+  auto connection = f.make();
+  REQUIRE(tracker.admit(connection, "a") == Admission::regular);
+  CHECK(tracker.enter_idle(connection));
+  tracker.begin_drain([] {});
+  tracker.enter_busy(connection);  // bytes arrived: the session reads a request
+  f.ioc.run();
+  CHECK(connection->stream.socket().is_open());
+}
+
+TEST_CASE("close_all closes busy and idle connections alike") {
+  Fixture f;
+  ConnectionTracker tracker;
+  auto idle = f.make();
+  auto busy = f.make();
+  REQUIRE(tracker.admit(idle, "a") == Admission::regular);
+  REQUIRE(tracker.admit(busy, "b") == Admission::regular);
+  CHECK(tracker.enter_idle(idle));
+  tracker.begin_drain([] {});
+  tracker.close_all();
+  f.ioc.run();
+  CHECK_FALSE(idle->stream.socket().is_open());
+  CHECK_FALSE(busy->stream.socket().is_open());
+}
+
+TEST_CASE("enter_idle is allowed until the drain begins") {
+  Fixture f;
+  ConnectionTracker tracker;
+  auto connection = f.make();
+  REQUIRE(tracker.admit(connection, "a") == Admission::regular);
+  CHECK_FALSE(tracker.is_draining());
+  CHECK(tracker.enter_idle(connection));
+  tracker.enter_busy(connection);
+  CHECK(tracker.enter_idle(connection));
+}
