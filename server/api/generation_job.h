@@ -28,7 +28,7 @@ namespace sluice::server {
 
 // What the client asked of the whole response, beyond its choices.
 struct JobSettings {
-  proto::ResponseHeader header;
+  proto::ResponseHeader header{};
   bool want_logprobs = false;     // logprobs asked for (best_of alone asks the engine for them: not shown)
   bool include_usage = false;     // stream_options.include_usage: "usage": null per chunk, a usage chunk last
   bool continuous_usage = false;  // vLLM stream_options.continuous_usage_stats: the usage so far per chunk
