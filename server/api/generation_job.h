@@ -106,7 +106,6 @@ class GenerationJob {
   // (include_usage), or none.
   std::optional<std::string> chunk_usage_text() const;
   std::vector<proto::TokenLogprob> to_wire(const std::vector<engine::TokenLogprobs>& entries) const;
-  std::string piece(int32_t token) const { return piece_(token); }
 
  private:
   std::string fold_delta(size_t part, engine::ChoiceDelta& delta, bool streaming);
