@@ -1,7 +1,7 @@
 #pragma once
-// Runs one scheduled step on the model: turns the Scheduler's flat ScheduledStep
-// into a StepBatch (positions, KV slots, per-sequence slices with block tables, the
-// rows that sample) and returns the logits of the sampling sequences in step order.
+// Runs one scheduled step on the model: describes the Scheduler's ScheduledStep to a
+// BatchBuilder (each sequence's chunk, cached length and block table; the rows that
+// score the prompt or sample) and returns the logits of those rows in step order.
 // Decides nothing. Owns the paged KV cache of the model and reusable host buffers;
 // engine thread only. The Model (and its backend) must outlive it.
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "engine/models/batch_builder.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
 #include "engine/scheduler.h"
@@ -60,9 +61,7 @@ class ModelRunner {
   Model& model_;
   std::unique_ptr<KvCache> cache_;
   int64_t vocab_size_ = 0;
-  std::vector<int32_t> slots_;                      // [T]
-  std::vector<backends::SequenceSlice> slices_;     // [num seqs]
-  std::vector<int32_t> logit_rows_;                 // [num rows] positions in T
+  BatchBuilder builder_;                            // the step's host arrays
   std::vector<size_t> sample_rows_;                 // [num_sampling] rows of logits_
   std::vector<PromptLogitRows> prompt_rows_;
   std::vector<float> logits_;                       // [num rows, vocab_size]

@@ -5,6 +5,7 @@
 
 #include "backends/check.h"
 #include "engine/fair_order.h"
+#include "engine/models/batch_builder.h"
 
 namespace sluice::engine {
 namespace {
@@ -144,8 +145,7 @@ void Scheduler::emit(ScheduledStep& step, const SequencePtr& seq, int64_t num_ne
   for (int64_t pos = scheduled.start_position; pos < scheduled.start_position + num_new_tokens; ++pos) {
     step.token_ids.push_back(tokens[pos]);
     step.positions.push_back(static_cast<int32_t>(pos));
-    step.slot_mapping.push_back(static_cast<int64_t>(scheduled.block_table[pos / block_size]) * block_size +
-                                pos % block_size);
+    step.slot_mapping.push_back(kv_slot(scheduled.block_table, pos, block_size));
   }
   step.num_batched_tokens += num_new_tokens;
   step.num_sampling += scheduled.samples;

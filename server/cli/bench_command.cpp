@@ -22,6 +22,7 @@
 #include "engine/synthetic/random_weights.h"
 #include "engine/loader/quantize.h"
 #include "engine/loader/weight_source.h"
+#include "engine/models/batch_builder.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -105,66 +106,50 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 // B sequences, each owning blocks_per_seq consecutive blocks of one KV cache, and
-// the host arrays of the steps run over them (built as engine/model_runner.cpp does).
+// the steps run over them (their arrays filled by the engine's BatchBuilder).
 class StepRunner {
  public:
   StepRunner(engine::Model& model, engine::KvCache& cache, int64_t blocks_per_seq)
-      : model_(model), cache_(cache), blocks_per_seq_(blocks_per_seq) {}
+      : model_(model), cache_(cache), blocks_per_seq_(blocks_per_seq), builder_(cache.block_size()) {}
 
   // One decode step: sequence s (s < batch) has `context` tokens cached and decodes
   // the token at position `context`, its KV going to the same slot every step.
   void prepare_decode(int batch, int context) {
-    clear();
+    builder_.clear();
     for (int s = 0; s < batch; ++s) add_sequence(s, context, 1, true);
   }
   // The prefill chunk [begin, begin + count) of a prompt in sequence 0; only the
   // prompt's last token produces logits, as in the engine.
   void prepare_prefill(int begin, int count, bool last) {
-    clear();
+    builder_.clear();
     add_sequence(0, begin, count, last);
   }
 
   double run() {
-    logits_.resize(logit_rows_.size() * static_cast<size_t>(model_.hparams().vocab_size));
-    const engine::StepBatch batch{.token_ids = tokens_, .positions = positions_, .kv_slots = slots_,
-                                  .sequences = slices_, .logit_rows = logit_rows_};
+    logits_.resize(builder_.num_logit_rows() * static_cast<size_t>(model_.hparams().vocab_size));
+    const engine::StepBatch batch = builder_.batch();
     const auto start = Clock::now();
     model_.forward(batch, cache_, logits_);  // downloads the logits: the step has finished
     return seconds_since(start);
   }
 
  private:
-  void clear() {
-    tokens_.clear();
-    positions_.clear();
-    slots_.clear();
-    slices_.clear();
-    logit_rows_.clear();
-  }
-
   void add_sequence(int s, int num_cached, int count, bool sample) {
-    backends::SequenceSlice& slice = slices_.emplace_back();
-    slice.query_begin = static_cast<int32_t>(tokens_.size());
-    slice.num_queries = count;
-    slice.num_cached = num_cached;
-    for (int64_t b = 0; b < blocks_per_seq_; ++b)
-      slice.block_table.push_back(static_cast<int32_t>(s * blocks_per_seq_ + b));
-    for (int i = 0; i < count; ++i) {
-      const int32_t position = num_cached + i;
-      // Any ids do: a fixed stride spreads them over the vocabulary.
+    block_table_.clear();
+    for (int64_t b = 0; b < blocks_per_seq_; ++b) block_table_.push_back(static_cast<int32_t>(s * blocks_per_seq_ + b));
+    tokens_.clear();
+    // Any ids do: a fixed stride spreads them over the vocabulary.
+    for (int32_t position = num_cached; position < num_cached + count; ++position)
       tokens_.push_back(static_cast<int32_t>((7919ll * (s + 1) + 104729ll * position) % model_.hparams().vocab_size));
-      positions_.push_back(position);
-      slots_.push_back(static_cast<int32_t>(slice.block_table[static_cast<size_t>(position / kBlockSize)] * kBlockSize +
-                                            position % kBlockSize));
-    }
-    if (sample) logit_rows_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
+    const size_t seq = builder_.add_sequence(tokens_, num_cached, block_table_);
+    if (sample) builder_.add_last_logit_row(seq);
   }
 
   engine::Model& model_;
   engine::KvCache& cache_;
   int64_t blocks_per_seq_;
-  std::vector<int32_t> tokens_, positions_, slots_, logit_rows_;
-  std::vector<backends::SequenceSlice> slices_;
+  engine::BatchBuilder builder_;
+  std::vector<int32_t> tokens_, block_table_;  // of the sequence being added
   std::vector<float> logits_;
 };
 

@@ -8,8 +8,6 @@
 #include <stdexcept>
 #include <string>
 #include <variant>
-
-#include <spdlog/spdlog.h>
 #include <vector>
 
 #include "engine/engine.h"
@@ -17,6 +15,7 @@
 #include "engine/models/model.h"
 #include "engine/request_stream.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/cli/quiet_log.h"
 
 namespace sluice::server {
 namespace {
@@ -72,12 +71,7 @@ EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenize
       engine::KvCache::bytes_per_block(h, kBlockSize, config.kv_dtype) * static_cast<uint64_t>(blocks_per_stream * streams);
   config.stream_capacity = static_cast<size_t>(generate_tokens) + 16;  // never full, however slow this thread is
 
-  // The engine logs every request at info: the table is the report here.
-  struct QuietLog {
-    spdlog::level::level_enum saved = spdlog::get_level();
-    QuietLog() { spdlog::set_level(spdlog::level::warn); }
-    ~QuietLog() { spdlog::set_level(saved); }
-  } quiet;
+  const QuietLog quiet;  // the table is the report here
   engine::Engine engine(model, tokenizer, config);
   engine.start();
   WakeCounter wakes;

@@ -7,6 +7,10 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "backends/backend.h"
@@ -14,68 +18,65 @@
 #include "engine/loader/gguf_file.h"
 #include "engine/loader/quantize.h"
 #include "engine/loader/weight_source.h"
+#include "engine/engine.h"
+#include "engine/engine_stats.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
-#include "engine/sampler.h"
-#include "engine/tokenizer/detokenizer.h"
+#include "engine/request.h"
+#include "engine/request_stream.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/cli/quiet_log.h"
 
 namespace sluice::server {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-constexpr int64_t kBlockSize = 16;
+constexpr int32_t kBlockSize = 16;
 constexpr int64_t kPrefillChunk = 512;  // tokens per prefill step: bounds the workspace
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// One sequence in its own small KV cache: feeds tokens in steps and returns the
-// logits of the last one. Blocks are laid out in order, so block_table is 0..n-1.
-class SingleSequence {
+// The engine's timings of the one request, read after the engine thread has joined.
+class RequestTimings : public engine::EngineObserver {
  public:
-  SingleSequence(engine::Model& model, int64_t max_tokens)
-      : model_(model),
-        cache_(model.backend(), model.hparams(),
-               engine::KvCacheConfig{.num_blocks = (max_tokens + kBlockSize - 1) / kBlockSize,
-                                     .block_size = kBlockSize,
-                                     .dtype = backends::DType::F32}),
-        logits_(static_cast<size_t>(model.hparams().vocab_size)) {
-    slice_.block_table.resize(static_cast<size_t>(cache_.num_blocks()));
-    for (size_t i = 0; i < slice_.block_table.size(); ++i) slice_.block_table[i] = static_cast<int32_t>(i);
-  }
-
-  int64_t capacity() const { return cache_.num_slots(); }
-
-  // Appends `tokens` in one step; returns the logits [vocab] after the last one.
-  std::span<const float> feed(std::span<const int32_t> tokens) {
-    const auto t = static_cast<int32_t>(tokens.size());
-    positions_.resize(tokens.size());
-    for (int32_t i = 0; i < t; ++i) positions_[static_cast<size_t>(i)] = num_cached_ + i;
-    slice_.query_begin = 0;
-    slice_.num_queries = t;
-    slice_.num_cached = num_cached_;
-    const int32_t last_row = t - 1;
-    engine::StepBatch batch{.token_ids = tokens,
-                            .positions = positions_,
-                            .kv_slots = positions_,  // identity block table: slot == position
-                            .sequences = std::span(&slice_, 1),
-                            .logit_rows = std::span(&last_row, 1)};
-    model_.forward(batch, cache_, logits_);
-    num_cached_ += t;
-    return logits_;
-  }
+  void on_request_finished(const engine::RequestMetrics& request) override { metrics_ = request; }
+  const engine::RequestMetrics& metrics() const { return metrics_; }
 
  private:
-  engine::Model& model_;
-  engine::KvCache cache_;
-  backends::SequenceSlice slice_;
-  std::vector<int32_t> positions_;  // [T] of the current step
-  std::vector<float> logits_;       // [vocab]
-  int32_t num_cached_ = 0;
+  engine::RequestMetrics metrics_;
 };
+
+// An engine for one sequence of prompt + max_new tokens: a KV pool of just its
+// blocks, F32 as the reference numerics are checked in, prefill in chunks of
+// kPrefillChunk tokens.
+engine::EngineConfig one_sequence_config(const engine::ModelHparams& h, int64_t num_tokens) {
+  engine::EngineConfig config;
+  config.model_name = "generate";
+  config.block_size = kBlockSize;
+  config.max_num_seqs = 1;
+  config.max_num_batched_tokens = kPrefillChunk;
+  config.max_model_len = num_tokens;
+  config.kv_dtype = backends::DType::F32;
+  const auto num_blocks = static_cast<uint64_t>((num_tokens + kBlockSize - 1) / kBlockSize);
+  config.kv_cache_bytes = engine::KvCache::bytes_per_block(h, kBlockSize, config.kv_dtype) * num_blocks;
+  config.stream_capacity = static_cast<size_t>(num_tokens) + 16;  // never full, however slow stdout is
+  return config;
+}
+
+// Streams the request's text to stdout until its finish, which it returns.
+engine::ChoiceFinish print_until_finish(engine::RequestStream& stream) {
+  std::vector<engine::RequestEvent> events;
+  while (true) {
+    stream.wait(std::chrono::seconds(1));
+    events.clear();
+    stream.poll(events);
+    for (engine::RequestEvent& event : events) {
+      if (const auto* delta = std::get_if<engine::ChoiceDelta>(&event)) {
+        std::fwrite(delta->text.data(), 1, delta->text.size(), stdout);
+        std::fflush(stdout);
+      } else if (auto* finish = std::get_if<engine::ChoiceFinish>(&event)) {
+        return std::move(*finish);
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -118,47 +119,40 @@ int run_generate(const GenerateOptions& o) {
                    static_cast<long long>(context));
       return 1;
     }
-    SingleSequence sequence(*model, static_cast<int64_t>(prompt.size()) + max_new);
-    engine::Sampler sampler(static_cast<int32_t>(model->hparams().vocab_size));
-    engine::SamplingParams sampling;
-    sampling.temperature = o.temperature;
-    sampling.top_k = o.top_k;
-    sampling.top_p = o.top_p;
-    engine::Rng rng = o.seed ? engine::Rng(*o.seed, 0) : engine::Rng::from_entropy();
-    std::vector<int32_t> output;
-    tokenizer::IncrementalDetokenizer detokenizer(tokenizer);
+    engine::GenerationRequest request;
+    request.request_id = "generate";
+    request.prompt_tokens = prompt;
+    request.params.temperature = o.temperature;
+    request.params.top_k = o.top_k;
+    request.params.top_p = o.top_p;
+    request.params.seed = o.seed;  // absent: a random stream
+    request.params.max_tokens = static_cast<int32_t>(max_new);
 
-    // Prefill: the prompt in chunks; the last chunk's logits give the first token.
-    const auto prefill_start = Clock::now();
-    std::span<const float> logits;
-    for (size_t begin = 0; begin < prompt.size(); begin += kPrefillChunk) {
-      const size_t count = std::min<size_t>(kPrefillChunk, prompt.size() - begin);
-      logits = sequence.feed(std::span(prompt).subspan(begin, count));
+    RequestTimings timings;
+    engine::ChoiceFinish finish;
+    {
+      const QuietLog quiet;  // stdout is the completion
+      engine::Engine engine(*model, tokenizer,
+                            one_sequence_config(model->hparams(), static_cast<int64_t>(prompt.size()) + max_new),
+                            &timings);
+      engine.start();
+      engine::SubmitResult submitted = engine.submit(std::move(request));
+      if (!submitted.ok()) throw std::runtime_error("the engine refused the prompt: " + submitted.message);
+      finish = print_until_finish(*submitted.stream);
+      engine.stop();  // joins the engine thread: the observer has seen the request
     }
-    const double prefill_seconds = seconds_since(prefill_start);
-
-    // Decode: sample, print, feed back, until EOS or max_new tokens.
-    const auto decode_start = Clock::now();
-    int64_t num_generated = 0;
-    int64_t num_decode_steps = 0;
-    while (true) {
-      const int32_t token = sampler.sample(logits, sampling, prompt, output, rng).token;
-      if (tokenizer.is_eos(token)) break;
-      ++num_generated;
-      output.push_back(token);
-      const std::string text = detokenizer.push(token);
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
-      if (num_generated >= max_new) break;
-      logits = sequence.feed(std::span(&token, 1));
-      ++num_decode_steps;
-    }
-    const double decode_seconds = seconds_since(decode_start);
-    const std::string rest = detokenizer.flush();
-    std::fwrite(rest.data(), 1, rest.size(), stdout);
+    if (finish.reason != engine::FinishReason::stop && finish.reason != engine::FinishReason::length)
+      throw std::runtime_error("generation ended with '" + std::string(finish.finish_reason()) + "': " + finish.error);
     std::fputc('\n', stdout);
     std::fflush(stdout);
 
+    // Without stop strings a "stop" is an EOS, which the engine counts as an output
+    // token but prints nothing for. Every token after the first took a decode step.
+    const int64_t num_generated =
+        finish.num_completion_tokens - (finish.reason == engine::FinishReason::stop ? 1 : 0);
+    const int64_t num_decode_steps = std::max<int64_t>(0, finish.num_completion_tokens - 1);
+    const double prefill_seconds = timings.metrics().prefill_time_s;
+    const double decode_seconds = timings.metrics().decode_time_s;
     if (o.stats) {
       std::fprintf(stderr, "prompt tokens:     %zu\n", prompt.size());
       std::fprintf(stderr, "prompt speed:      %.2f tokens/s (%.3f s)\n",

@@ -1,8 +1,9 @@
 #pragma once
-// `sluice generate --model PATH --prompt TEXT`: runs one prompt through the model on
-// the CPU backend and streams the completion to stdout, without the daemon. A
-// smoke test of the model path (tokenizer → forward → sampler → detokenizer) and the
-// quickest way to measure prompt and generation speed (--stats).
+// `sluice generate --model PATH --prompt TEXT`: submits one prompt to an Engine of
+// its own and streams the completion to stdout, without the daemon. A smoke test of
+// the path a server request takes below HTTP (tokenizer → scheduler → model runner
+// on the paged KV cache → sampler → detokenizer and stop checks → RequestStream)
+// and the quickest way to measure prompt and generation speed (--stats).
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "engine/loader/weight_source.h"
+#include "engine/models/batch_builder.h"
 
 namespace sluice::engine::testing {
 namespace {
@@ -113,28 +114,16 @@ std::vector<int32_t> ModelRunner::block_table(int region, int64_t num_tokens) co
 std::vector<float> ModelRunner::step(const std::vector<std::vector<int32_t>>& tokens,
                                      const std::vector<int32_t>& cached, const std::vector<int>& regions,
                                      std::vector<int32_t> logit_rows) {
-  std::vector<int32_t> ids, positions, slots;
-  std::vector<backends::SequenceSlice> slices;
+  BatchBuilder builder(kBlockSize);
   for (size_t s = 0; s < tokens.size(); ++s) {
-    backends::SequenceSlice slice;
-    slice.query_begin = static_cast<int32_t>(ids.size());
-    slice.num_queries = static_cast<int32_t>(tokens[s].size());
-    slice.num_cached = cached[s];
-    slice.block_table = block_table(regions[s], cached[s] + slice.num_queries);
-    for (int32_t i = 0; i < slice.num_queries; ++i) {
-      const int32_t pos = cached[s] + i;
-      ids.push_back(tokens[s][static_cast<size_t>(i)]);
-      positions.push_back(pos);
-      slots.push_back(slice.block_table[static_cast<size_t>(pos / kBlockSize)] * kBlockSize + pos % kBlockSize);
-    }
-    slices.push_back(std::move(slice));
+    const size_t seq = builder.add_sequence(tokens[s], cached[s],
+                                            block_table(regions[s], cached[s] + static_cast<int64_t>(tokens[s].size())));
+    if (logit_rows.empty()) builder.add_logit_rows(seq, 0, static_cast<int64_t>(tokens[s].size()));
   }
-  if (logit_rows.empty())
-    for (size_t i = 0; i < ids.size(); ++i) logit_rows.push_back(static_cast<int32_t>(i));
-  std::vector<float> logits(logit_rows.size() * static_cast<size_t>(model_->hparams().vocab_size));
-  model_->forward(StepBatch{.token_ids = ids, .positions = positions, .kv_slots = slots,
-                            .sequences = slices, .logit_rows = logit_rows},
-                  *cache_, logits);
+  StepBatch batch = builder.batch();
+  if (!logit_rows.empty()) batch.logit_rows = logit_rows;  // the rows a test picked, in its order
+  std::vector<float> logits(batch.logit_rows.size() * static_cast<size_t>(model_->hparams().vocab_size));
+  model_->forward(batch, *cache_, logits);
   return logits;
 }
 

@@ -13,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "engine/loader/load_error.h"
+#include "engine/models/batch_builder.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
 
@@ -38,23 +39,16 @@ uint64_t num_elements(const RandomModelSpec& spec) {
 std::vector<float> prefill_then_decode(engine::Model& model, int32_t count) {
   engine::KvCache cache(model.backend(), model.hparams(), {.num_blocks = 4, .block_size = 16, .dtype = DType::F16});
   const auto vocab = static_cast<size_t>(model.hparams().vocab_size);
+  const std::vector<int32_t> block_table = {2, 0, 3, 1};
+  engine::BatchBuilder builder(16);
   std::vector<float> all;
-  backends::SequenceSlice slice;
-  slice.block_table = {2, 0, 3, 1};
   for (auto [begin, n] : {std::pair<int32_t, int32_t>{0, count}, {count, 1}}) {
-    std::vector<int32_t> tokens, positions, slots;
-    for (int32_t p = begin; p < begin + n; ++p) {
-      tokens.push_back((p * 37 + 11) % static_cast<int32_t>(vocab));
-      positions.push_back(p);
-      slots.push_back(slice.block_table[static_cast<size_t>(p / 16)] * 16 + p % 16);
-    }
-    slice.num_queries = n;
-    slice.num_cached = begin;
-    const int32_t last = n - 1;
+    std::vector<int32_t> tokens;
+    for (int32_t p = begin; p < begin + n; ++p) tokens.push_back((p * 37 + 11) % static_cast<int32_t>(vocab));
+    builder.clear();
+    builder.add_last_logit_row(builder.add_sequence(tokens, begin, block_table));
     std::vector<float> logits(vocab);
-    model.forward({.token_ids = tokens, .positions = positions, .kv_slots = slots,
-                   .sequences = std::span(&slice, 1), .logit_rows = std::span(&last, 1)},
-                  cache, logits);
+    model.forward(builder.batch(), cache, logits);
     all.insert(all.end(), logits.begin(), logits.end());
   }
   return all;
