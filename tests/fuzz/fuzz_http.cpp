@@ -67,8 +67,11 @@ struct Server {
     router.add(http::verb::get, "/health", text_route("ok"), true);
     router.add(http::verb::get, "/v1/models", text_route("models"));
     router.add(http::verb::get, "/v1/models/{id}", text_route("model "));
-    router.add(http::verb::post, "/v1/completions", parsing_route(proto::parse_completion_request));
-    router.add(http::verb::post, "/v1/chat/completions", parsing_route(proto::parse_chat_request));
+    // The default ParseOptions, as the daemon's default config.
+    router.add(http::verb::post, "/v1/completions",
+               parsing_route([](std::string_view body) { return proto::parse_completion_request(body); }));
+    router.add(http::verb::post, "/v1/chat/completions",
+               parsing_route([](std::string_view body) { return proto::parse_chat_request(body); }));
     router.add(http::verb::post, "/tokenize", parsing_route(proto::parse_tokenize_request));
     router.add(http::verb::post, "/detokenize", parsing_route(proto::parse_detokenize_request));
     router.add(http::verb::get, "/boom", [](Exchange&) -> asio::awaitable<void> {
