@@ -65,11 +65,14 @@ test-cpu-only: deps test-models
 # not recover, ASan aborts, LeakSanitizer checks every process at exit. No report
 # is suppressed: the whole suite runs clean.
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# With debug info ccache keys on the working folder unless it is mapped away: the
+# map lets a clone in another folder (CI's) reuse the cache.
+DEBUG_PREFIX_MAP := -fdebug-prefix-map=$(CURDIR)=/sluice
 SANITIZE_ENV   := ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
                   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 test-sanitize: deps test-models venv
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_CUDA=OFF \
-	  -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" $(CMAKE_ARGS)
+	  -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS) $(DEBUG_PREFIX_MAP)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" $(CMAKE_ARGS)
 	cmake --build build-asan --target sluice sluice_unit_tests
 	$(SANITIZE_ENV) ctest --test-dir build-asan --output-on-failure
 

@@ -1,6 +1,7 @@
 #include "engine/tts/model/talker_step.h"
 
 #include "backends/check.h"
+#include "engine/models/batch_builder.h"
 
 namespace sluice::engine::tts {
 
@@ -51,7 +52,7 @@ void TalkerStepBuilder::add(const TtsPrompt& prompt, std::span<const int32_t> fr
     }
     const auto pos = static_cast<int32_t>(p);
     step_.positions.push_back(pos);
-    step_.kv_slots.push_back(block_table[static_cast<size_t>(pos / block_size_)] * block_size_ + pos % block_size_);
+    step_.kv_slots.push_back(static_cast<int32_t>(kv_slot(block_table, p, block_size_)));
   }
   step_.logit_rows.push_back(slice.query_begin + slice.num_queries - 1);
   step_.sequences.push_back(std::move(slice));
