@@ -248,24 +248,8 @@ bool Engine::abort(std::string_view request_id) { return shell_.abort(request_id
 EngineStats Engine::stats() const { return shell_.stats(); }
 
 void Engine::publish_stats(const StepMetrics* step) {
-  const SchedulerStats s = scheduler_->stats();
-  EngineStats stats;
-  stats.num_running = s.num_running;
-  stats.num_waiting = s.num_waiting;
-  stats.num_active_requests = static_cast<int32_t>(active_.size());
-  stats.kv_cache_usage = s.kv_cache_usage;
-  stats.num_kv_blocks = num_blocks_;
-  stats.block_size = config_.block_size;
-  stats.kv_cache_bytes = kv_bytes_;
-  stats.num_prefix_cache_queries = s.num_prefix_cache_queries;
-  stats.num_prefix_cache_hits = s.num_prefix_cache_hits;
-  stats.num_preemptions = s.num_preemptions;
-  stats.num_prompt_tokens = s.num_prompt_tokens;
-  stats.num_generation_tokens = s.num_generation_tokens;
-  stats.num_steps = s.num_steps;
-  stats.num_iteration_tokens = s.num_iteration_tokens;
-  stats.num_finished = s.num_finished;
-  shell_.publish(stats);
+  shell_.publish(engine_stats(scheduler_->stats(), static_cast<int32_t>(active_.size()), num_blocks_,
+                              config_.block_size, kv_bytes_));
   if (step != nullptr && observer_ != nullptr) observer_->on_step(*step);
 }
 

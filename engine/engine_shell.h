@@ -29,6 +29,7 @@
 
 #include "engine/engine_stats.h"
 #include "engine/request_stream.h"
+#include "engine/scheduler.h"
 
 namespace sluice::engine {
 
@@ -58,6 +59,11 @@ int64_t steady_now_ns();
 // The health of an engine whose thread is alive: "wedged" when the step that began
 // at step_started_ns has run past step_timeout (zero or negative: never).
 EngineHealth step_health(int64_t step_started_ns, std::chrono::nanoseconds step_timeout);
+
+// What an engine publishes after a step: the scheduler's figures with its KV pool
+// and the requests it holds (the shell adds the inbox and submit counters).
+EngineStats engine_stats(const SchedulerStats& scheduler, int32_t num_active_requests, int32_t num_kv_blocks,
+                         int32_t block_size, uint64_t kv_cache_bytes);
 
 // Item: what the engine queues per request (moved in by push, out by drain).
 template <class Item>

@@ -206,25 +206,38 @@ void log_ignored(const Exchange& ex, const proto::GenerationOptions& options) {
     spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
 }
 
-asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& services,
-                                         const config::Config& config, PrepPool& prep) {
-  // Parsing a body of megabytes costs milliseconds: off the I/O thread too.
-  auto parsed_or_busy = co_await prep.run([&] { return proto::parse_completion_request(ex.request.body(), parse_options(config)); });
+// The body parsed by `parse` on the tokenizer pool (a body of megabytes costs
+// milliseconds: off the I/O thread too), its ignored fields logged and its timeout
+// checked. On a refusal the response is set and nothing is returned.
+template <class Request, class Parse>
+asio::awaitable<std::optional<Request>> parse_body(Exchange& ex, const config::Config& config, PrepPool& prep,
+                                                   Parse parse) {
+  auto parsed_or_busy = co_await prep.run([&] { return parse(ex.request.body(), parse_options(config)); });
   if (!parsed_or_busy) {
     set_error(ex.response, prep_pool_full(prep));
-    co_return;
+    co_return std::nullopt;
   }
-  auto& parsed = *parsed_or_busy;
-  if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
+  if (auto* error = std::get_if<proto::ApiError>(&*parsed_or_busy)) {
     set_error(ex.response, *error);
-    co_return;
+    co_return std::nullopt;
   }
-  auto& request = std::get<proto::CompletionRequest>(parsed);
+  Request request = std::get<Request>(std::move(*parsed_or_busy));
   log_ignored(ex, request);
   if (auto error = check_timeout(request, config)) {
     set_error(ex.response, *error);
-    co_return;
+    co_return std::nullopt;
   }
+  co_return request;
+}
+
+asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& services,
+                                         const config::Config& config, PrepPool& prep) {
+  auto parsed = co_await parse_body<proto::CompletionRequest>(
+      ex, config, prep, [](std::string_view body, const proto::ParseOptions& options) {
+        return proto::parse_completion_request(body, options);
+      });
+  if (!parsed) co_return;
+  proto::CompletionRequest& request = *parsed;
   const int32_t num_returned = request.sampling.n;
   const bool want_logprobs = request.sampling.logprobs.has_value();
   if (request.echo && request.sampling.logprobs) {
@@ -292,23 +305,12 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
 
 asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, const config::Config& config,
                                   PrepPool& prep) {
-  // Parsing a body of megabytes costs milliseconds: off the I/O thread too.
-  auto parsed_or_busy = co_await prep.run([&] { return proto::parse_chat_request(ex.request.body(), parse_options(config)); });
-  if (!parsed_or_busy) {
-    set_error(ex.response, prep_pool_full(prep));
-    co_return;
-  }
-  auto& parsed = *parsed_or_busy;
-  if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
-    set_error(ex.response, *error);
-    co_return;
-  }
-  auto& request = std::get<proto::ChatRequest>(parsed);
-  log_ignored(ex, request);
-  if (auto error = check_timeout(request, config)) {
-    set_error(ex.response, *error);
-    co_return;
-  }
+  auto parsed = co_await parse_body<proto::ChatRequest>(
+      ex, config, prep, [](std::string_view body, const proto::ParseOptions& options) {
+        return proto::parse_chat_request(body, options);
+      });
+  if (!parsed) co_return;
+  proto::ChatRequest& request = *parsed;
   ModelService* model = find_model(ex, services, request.model);
   if (!model) co_return;
   if (!model->has_chat_template()) {

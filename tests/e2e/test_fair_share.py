@@ -40,7 +40,9 @@ def test_one_request_may_not_take_the_whole_queue(start_daemon):
 
 def test_a_small_request_is_not_stuck_behind_a_big_one(start_daemon):
     daemon = start_daemon("--max-num-seqs", "1")
-    big = greedy([f"big prompt {i}" for i in range(6)], 40, ignore_eos=True, stream=True)
+    # Six prompts of 200 tokens each, one at a time: far more than the moment it
+    # takes to send the small request, however fast the machine.
+    big = greedy([f"big prompt {i}" for i in range(6)], 200, ignore_eos=True, stream=True)
     conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=120)
     try:
         conn.request("POST", "/v1/completions", body=json.dumps(big), headers={"Content-Type": "application/json"})
@@ -51,10 +53,8 @@ def test_a_small_request_is_not_stuck_behind_a_big_one(start_daemon):
         status, _, raw = post(daemon, greedy("small", 2, ignore_eos=True), timeout=120)
         assert status == 200, raw
         small_id = json.loads(raw)["id"]
-        rest = response.read().decode()
     finally:
-        conn.close()
-    assert rest.endswith("data: [DONE]\n\n")
+        conn.close()  # the rest of the big request is not needed: the disconnect aborts it
     daemon.wait_for_log(rf"request {big_id}-5 finished")
     daemon.wait_for_log(rf"request {small_id}-0 finished")
     # The engine logs the end of each prompt in the order they finished. First come

@@ -104,7 +104,7 @@ inline std::vector<int32_t> make_prompt(uint32_t seed, size_t len, int32_t vocab
 }
 
 // Polls until the engine thread has reaped everything (blocks freed).
-inline bool wait_idle(Engine& engine, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+inline bool wait_idle(Engine& engine, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {
     const EngineStats s = engine.stats();
