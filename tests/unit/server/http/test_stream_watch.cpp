@@ -62,7 +62,11 @@ void run_until_done(asio::io_context& ioc, const Spawned& spawned) {
 
 // The engine side: a push from another thread, as the engine thread makes it.
 void push_from_engine_thread(RequestStream& stream) {
-  std::thread engine([&] { CHECK(stream.push_delta(ChoiceDelta{.index = 0, .text = "x"})); });
+  std::thread engine([&] {
+    ChoiceDelta delta;
+    delta.text = "x";
+    CHECK(stream.push_delta(std::move(delta)));
+  });
   engine.join();
 }
 
