@@ -50,8 +50,10 @@ serve: build model
 	$(BUILD_DIR)/server/sluice serve --model $(MODEL) $(if $(GENERATION_CONFIG),--generation-config '$(GENERATION_CONFIG)') $(SERVE_ARGS)
 
 # test-models fetched the real models: a test that finds one missing fails (not skips).
+# E2E_BACKEND=cpu|cuda|cuda:N: the backend of the end-to-end daemons' models (default:
+# auto, the first GPU when one is present).
 test: build test-models venv
-	SLUICE_REQUIRE_MODELS=1 ctest --test-dir $(BUILD_DIR) --output-on-failure
+	SLUICE_REQUIRE_MODELS=1 SLUICE_E2E_BACKEND=$(E2E_BACKEND) ctest --test-dir $(BUILD_DIR) --output-on-failure
 
 # The CPU-only build (the CMake default) must stay green whatever `make test` built:
 # a second tree without CUDA, its unit tests run (ccache makes most of it free).

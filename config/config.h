@@ -22,7 +22,7 @@ struct GenerationConfig {
 struct ModelConfig {
   std::string path;              // GGUF file
   std::string name;              // served model id; empty: the file name without .gguf
-  std::string backend = "auto";  // cpu | cuda | cuda:N | auto
+  std::string backend = "auto";  // cpu | cuda | cuda:N | auto (auto: Config::backend)
   int64_t context_length = 0;    // 0: the model's trained context length
   std::string quantize = "none"; // none | q8_0 | q4_0: F32/F16/BF16 matrices quantized at load
   GenerationConfig generation;   // over Config::generation_config, field by field
@@ -73,6 +73,7 @@ struct Config {
   int max_waiting_per_request = 0;         // sequences one request may queue; 0: a quarter of max_waiting
   bool enable_prefix_caching = true;
   int compute_threads = 0;                 // 0: one per core
+  std::string backend = "auto";            // of each model whose entry says auto: cpu | cuda | cuda:N | auto
   int64_t context_length = 0;              // of each model whose entry sets none; 0: the model's own
   double request_timeout_s = 600;          // deadline of a request that sets no "timeout"
   double max_request_timeout_s = 3600;     // largest "timeout" a request may ask for

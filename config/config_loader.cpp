@@ -189,10 +189,12 @@ Config ConfigOptions::resolve(const Environment& env) const {
                       nlohmann::json(config.request_timeout_s).dump() + " > " +
                       nlohmann::json(config.max_request_timeout_s).dump() + ")");
   }
-  // The global context length fills the entries that chose none: a model entry is
+  // The global context length and backend fill the entries that chose none: a model entry is
   // the more specific setting, whatever source each came from.
-  for (ModelConfig& model : config.models)
+  for (ModelConfig& model : config.models) {
     if (model.context_length == 0) model.context_length = config.context_length;
+    if (model.backend == "auto") model.backend = config.backend;
+  }
   if (config.models.empty()) {
     throw ConfigError(
         "config: models: at least one model is required (--model PATH, SLUICE_MODEL or "

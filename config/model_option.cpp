@@ -27,15 +27,6 @@ std::string entry_key(std::size_t index, std::string_view field = {}) {
   return out;
 }
 
-bool is_valid_backend(std::string_view backend) {
-  if (backend == "auto" || backend == "cpu" || backend == "cuda") return true;
-  if (!backend.starts_with("cuda:")) return false;
-  std::string_view digits = backend.substr(5);
-  int device = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), device);
-  return !digits.empty() && ec == std::errc{} && end == digits.data() + digits.size() &&
-         device >= 0;
-}
 
 // The served name a model gets when none is given: its file (or folder) name
 // without the .gguf extension.
@@ -165,6 +156,16 @@ ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_v
 }
 
 }  // namespace
+
+bool is_valid_backend(std::string_view backend) {
+  if (backend == "auto" || backend == "cpu" || backend == "cuda") return true;
+  if (!backend.starts_with("cuda:")) return false;
+  std::string_view digits = backend.substr(5);
+  int device = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), device);
+  return !digits.empty() && ec == std::errc{} && end == digits.data() + digits.size() &&
+         device >= 0;
+}
 
 OptionSpec models_option() {
   OptionSpec spec;

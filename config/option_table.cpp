@@ -161,6 +161,29 @@ OptionSpec string_option(std::string key, std::string Config::*member,
   return spec;
 }
 
+// The backend of every model whose entry says auto (the entries' default): a string
+// option whose value must name a backend.
+OptionSpec backend_option(std::string group) {
+  OptionSpec spec = string_option("backend", &Config::backend, {}, "BACKEND", std::move(group),
+                                  "Backend of each model whose entry names none: auto (the first GPU if "
+                                  "any, else the CPU), cpu, cuda or cuda:N");
+  const auto check = [](const Config& config, std::string_view origin) {
+    if (!is_valid_backend(config.backend))
+      fail("backend", "must be one of auto, cpu, cuda, cuda:N (N >= 0), got " + quote(config.backend), origin);
+  };
+  spec.set_from_text = [set = spec.set_from_text, check](Config& config, std::string_view text,
+                                                          std::string_view origin) {
+    set(config, text, origin);
+    check(config, origin);
+  };
+  spec.set_from_json = [set = spec.set_from_json, check](Config& config, const json& value,
+                                                          std::string_view origin) {
+    set(config, value, origin);
+    check(config, origin);
+  };
+  return spec;
+}
+
 // A list of strings. `check` returns "" for a good item or the rule it breaks;
 // `secret` keeps items out of error messages and out of show().
 OptionSpec list_option(std::string key, std::vector<std::string> Config::*member,
@@ -309,6 +332,7 @@ std::vector<OptionSpec> build_table() {
                                  "length, shrunk to fit the KV cache)"));
   table.push_back(integer_option("compute_threads", &Config::compute_threads, 0, 1024, "UINT",
                                  engine, "Compute threads per model (0: one per core)"));
+  table.push_back(backend_option(engine));
   table.push_back(seconds_option("request_timeout_s", &Config::request_timeout_s, 0, true, engine,
                                  "Deadline of a request that sets no \"timeout\""));
   table.push_back(seconds_option("max_request_timeout_s", &Config::max_request_timeout_s, 0, true,

@@ -36,6 +36,9 @@ const std::vector<OptionSpec>& option_table();
 // The row for `models` (flag --model, env SLUICE_MODEL); defined in model_option.cpp.
 OptionSpec models_option();
 
+// auto, cpu, cuda or cuda:N (N >= 0); defined in model_option.cpp.
+bool is_valid_backend(std::string_view backend);
+
 // Throws ConfigError "config: <key>: <message> (from <origin>)".
 [[noreturn]] void fail(std::string_view key, std::string_view message, std::string_view origin);
 

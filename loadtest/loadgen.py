@@ -430,6 +430,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(no shared prefix to cache); replaces --prompt")
     stream.add_argument("--ignore-eos", action="store_true",
                         help="send ignore_eos: every stream runs to --max-tokens")
+    stream.add_argument("--temperature", type=float, default=0.0,
+                        help="sampling temperature of --openai-completions (default 0, greedy)")
     return p.parse_args(argv)
 
 
@@ -449,7 +451,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         if body:
             raise ValueError("--openai-completions builds its own body: drop --body/--body-file")
         body = openai_stream.completions_body(args.openai_completions, args.prompt,
-                                              args.max_tokens, args.ignore_eos)
+                                              args.max_tokens, args.ignore_eos, args.temperature)
         args.method = "POST"
         if args.path is None and urlsplit(args.url).path in ("", "/"):
             args.path = "/v1/completions"
@@ -464,7 +466,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
             prompt = openai_stream.distinct_prompt((args.seed or 0) * 1_000_000 + index,
                                                    args.distinct_prompts)
             return openai_stream.completions_body(args.openai_completions, prompt,
-                                                  args.max_tokens, args.ignore_eos)
+                                                  args.max_tokens, args.ignore_eos, args.temperature)
     target = parse_target(args.url, args.path)
     if args.requests is not None:
         num_requests = args.requests

@@ -45,9 +45,9 @@ def distinct_prompt(index: int, num_words: int) -> str:
 
 
 def completions_body(model: str, prompt: str, max_tokens: int,
-                     ignore_eos: bool = False) -> bytes:
+                     ignore_eos: bool = False, temperature: float = 0.0) -> bytes:
     body = {
-        "model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+        "model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature,
         "stream": True, "stream_options": {"include_usage": True},
     }
     if ignore_eos:  # a vLLM and llama-server extension: every stream runs to max_tokens

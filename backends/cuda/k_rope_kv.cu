@@ -40,6 +40,9 @@ __global__ void rope_kv_kernel(float* q, int heads, float* k, const float* v, in
                                const int32_t* slots) {
   const long long t = blockIdx.x;
   if (do_rope) {
+    // Each angle's cos and sin once, then every (head, pair) rotation in parallel.
+    __shared__ float shared_cos[kAttentionMaxHeadDim / 2];
+    __shared__ float shared_sin[kAttentionMaxHeadDim / 2];
     const int n = rope.num_rotated;
     const int half = n / 2;
     const float pos = static_cast<float>(positions[t]);
@@ -48,12 +51,17 @@ __global__ void rope_kv_kernel(float* q, int heads, float* k, const float* v, in
       if (rope.llama3_factor > 0.0f) f = llama3_scaled(f, rope);
       const float inv_freq = static_cast<float>(f * static_cast<double>(rope.freq_scale));
       const float angle = pos * inv_freq;
-      const float c = static_cast<float>(cos(static_cast<double>(angle)));
-      const float s = static_cast<float>(sin(static_cast<double>(angle)));
-      if (q)
-        for (int h = 0; h < heads; ++h) rotate(q + (t * heads + h) * head_dim, i, half, rope.neox, c, s);
-      if (k)
-        for (int h = 0; h < kv_heads; ++h) rotate(k + (t * kv_heads + h) * head_dim, i, half, rope.neox, c, s);
+      shared_cos[i] = static_cast<float>(cos(static_cast<double>(angle)));
+      shared_sin[i] = static_cast<float>(sin(static_cast<double>(angle)));
+    }
+    __syncthreads();
+    const int q_heads = q ? heads : 0;
+    const int k_heads = k ? kv_heads : 0;
+    for (int job = threadIdx.x; job < (q_heads + k_heads) * half; job += blockDim.x) {
+      const int h = job / half;
+      const int i = job % half;
+      float* row = h < q_heads ? q + (t * heads + h) * head_dim : k + (t * kv_heads + h - q_heads) * head_dim;
+      rotate(row, i, half, rope.neox, shared_cos[i], shared_sin[i]);
     }
   }
   if (!slots) return;
@@ -86,7 +94,7 @@ int threads_for(int n) {
 void launch_rope(float* x, int64_t num_tokens, int heads, int head_dim, const int32_t* positions,
                  const RopeArgs& rope, cudaStream_t stream) {
   if (num_tokens == 0) return;
-  rope_kv_kernel<<<static_cast<unsigned>(num_tokens), threads_for(rope.num_rotated / 2), 0, stream>>>(
+  rope_kv_kernel<<<static_cast<unsigned>(num_tokens), threads_for(heads * rope.num_rotated / 2), 0, stream>>>(
       x, heads, nullptr, nullptr, 0, head_dim, positions, rope, true, KvCacheArgs{}, nullptr);
 }
 
@@ -94,7 +102,7 @@ void launch_rope_write_kv(float* q, int heads, float* k, const float* v, int kv_
                           int64_t num_tokens, const int32_t* positions, const RopeArgs* rope,
                           const KvCacheArgs& cache, const int32_t* slots, cudaStream_t stream) {
   if (num_tokens == 0) return;
-  const int threads = threads_for(std::max(kv_heads * head_dim / 4, rope ? rope->num_rotated / 2 : 0));
+  const int threads = threads_for(std::max(kv_heads * head_dim / 4, rope ? (heads + kv_heads) * rope->num_rotated / 2 : 0));
   rope_kv_kernel<<<static_cast<unsigned>(num_tokens), threads, 0, stream>>>(
       q, heads, k, v, kv_heads, head_dim, positions, rope ? *rope : RopeArgs{}, rope != nullptr, cache, slots);
 }

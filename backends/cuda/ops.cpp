@@ -23,6 +23,7 @@ RopeArgs rope_args(const RopeParams& p, int64_t head_dim) {
   RopeArgs a;
   a.num_rotated = p.num_rotated > 0 ? p.num_rotated : static_cast<int>(head_dim);
   SLUICE_CHECK(a.num_rotated % 2 == 0 && a.num_rotated <= head_dim, "rope: num_rotated must be even and <= head_dim");
+  SLUICE_CHECK(a.num_rotated <= kAttentionMaxHeadDim, "rope: at most kAttentionMaxHeadDim rotated dimensions");
   SLUICE_CHECK(p.llama3_factor <= 0.0f || p.llama3_high_freq_factor != p.llama3_low_freq_factor,
                "rope: llama3 high and low frequency factors must differ");
   a.theta = p.theta;

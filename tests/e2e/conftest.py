@@ -40,6 +40,9 @@ class Daemon:
 
     def __init__(self, args, env=None):
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+        # `make test E2E_BACKEND=cuda` (or cpu): the backend every daemon's models run on.
+        if os.environ.get("SLUICE_E2E_BACKEND"):
+            full_env["SLUICE_BACKEND"] = os.environ["SLUICE_E2E_BACKEND"]
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [str(SLUICE_BIN), "serve", *args],

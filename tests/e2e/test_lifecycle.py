@@ -7,7 +7,7 @@ import time
 import pytest
 
 from conftest import SLUICE_BIN, TINY_MODEL
-from http_util import read_until_closed, request, wait_requests_in_flight
+from http_util import get_json, read_until_closed, request, wait_requests_in_flight
 
 
 def test_slowloris_header_is_cut_off(start_daemon):
@@ -129,6 +129,17 @@ def test_bad_config_names_the_key():
     result = run_sluice("serve", "--port", "abc", "--model", str(TINY_MODEL))
     assert result.returncode != 0
     assert "port" in (result.stdout + result.stderr)
+
+
+def test_the_global_backend_reaches_every_model(start_daemon):
+    daemon = start_daemon(env={"SLUICE_BACKEND": "cpu"})
+    status, _, models = get_json(daemon, "/v1/models")
+    assert status == 200
+    assert [m["meta"]["backend"] for m in models["data"]] == ["cpu"]
+    # A device this machine lacks (CI has no GPU; no machine has eight): refused at load, named.
+    refused = start_daemon("--backend", "cuda:7", ready=False)
+    assert refused.wait_exit(timeout=20) == 1
+    assert "cuda:7" in refused.log
 
 
 def test_missing_model_file_fails_at_load(start_daemon, tmp_path):

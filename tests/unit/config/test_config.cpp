@@ -386,6 +386,18 @@ TEST_CASE("config: models") {
                    "config: context_length: must be an integer"));
     CHECK(load({"--model", "a.gguf"}, {{"SLUICE_CONTEXT_LENGTH", "300"}}).models[0].context_length == 300);
   }
+  SUBCASE("--backend is the backend of every model entry that names none") {
+    const Config flags = load({"--model", "a.gguf", "--backend", "cpu"});
+    CHECK(flags.models[0].backend == "cpu");
+    CHECK(load({"--model", "a.gguf"}).models[0].backend == "auto");
+    CHECK(load({"--model", "a.gguf"}, {{"SLUICE_BACKEND", "cuda:1"}}).models[0].backend == "cuda:1");
+    TempFile file(R"({ "backend": "cpu", "models": [{"path": "a.gguf", "backend": "cuda:0"}, {"path": "b.gguf"}] })");
+    const Config mixed = load({"--config", file.path()});
+    CHECK(mixed.models[0].backend == "cuda:0");  // the entry's own wins
+    CHECK(mixed.models[1].backend == "cpu");
+    CHECK(contains(error_of({"--model", "a.gguf", "--backend", "gpu"}),
+                   "config: backend: must be one of auto, cpu, cuda, cuda:N (N >= 0), got \"gpu\""));
+  }
   SUBCASE("at least one model") {
     CHECK(error_of({}) ==
           "config: models: at least one model is required (--model PATH, SLUICE_MODEL or "
@@ -439,7 +451,7 @@ TEST_CASE("config: every key reaches its own field") {
     "api_keys": ["k"], "cors_origins": ["*"], "log_level": "off", "access_log": false,
     "kv_cache_bytes": 1048576, "block_size": 32, "max_num_seqs": 10,
     "max_num_batched_tokens": 512, "max_waiting": 11, "enable_prefix_caching": false,
-    "compute_threads": 3, "request_timeout_s": 12, "max_request_timeout_s": 13,
+    "compute_threads": 3, "backend": "cpu", "request_timeout_s": 12, "max_request_timeout_s": 13,
     "queue_timeout_s": 14, "health_step_timeout_s": 15,
     "models": [{"path": "p.gguf"}]
   })");
@@ -458,6 +470,7 @@ TEST_CASE("config: every key reaches its own field") {
   CHECK((c.compute_threads == 3 && c.request_timeout_s == 12 && c.max_request_timeout_s == 13));
   CHECK(c.queue_timeout_s == 14);
   CHECK(c.health_step_timeout_s == 15);
+  CHECK((c.backend == "cpu" && c.models[0].backend == "cpu"));
 }
 
 TEST_CASE("config: engine keys are validated") {

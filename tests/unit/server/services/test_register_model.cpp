@@ -86,7 +86,8 @@ TEST_CASE("registry: a llama-shaped file registers with the right ModelInfo") {
   CHECK(info.path == file.path().string());
   CHECK(info.architecture == "llama");
   CHECK(info.display_name == "Test Model");
-  CHECK(info.backend == "cpu");
+  // "auto": the first GPU where one is present, else the CPU.
+  CHECK(info.backend == backends::resolve_backend("auto").name());
   CHECK(info.context_length == 2048);
   CHECK(info.trained_context_length == 2048);
   CHECK(info.file_type == "Q4_1");  // no general.file_type: the dtype of most weights
