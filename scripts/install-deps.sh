@@ -29,7 +29,7 @@ build_pkgs=(
 # libFuzzer's runtime, which clang only recommends (and we install no recommends),
 # and llvm-symbolizer (llvm-14) for the source lines in a finding's stack.
 # The audio tests decode what FFmpeg encodes with an independent reader, libsndfile.
-test_pkgs=(prometheus docker-compose clang libclang-rt-14-dev llvm-14 libsndfile1-dev)
+test_pkgs=(prometheus docker-compose clang libclang-rt-14-dev llvm-14 libsndfile1-dev json-schema-test-suite)
 # Speech audio is encoded by FFmpeg's libraries (MP3 through LAME, Opus through libopus),
 # time-stretched by libsonic (speed without a pitch change) and resampled by libsoxr.
 runtime_pkgs=(libspdlog1.10 libfmt9 libpcre2-8-0 libavcodec59 libavformat59 libavutil57 libsonic0 libsoxr0

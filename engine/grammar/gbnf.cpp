@@ -1,0 +1,1 @@
+// gbnf: see gbnf.h

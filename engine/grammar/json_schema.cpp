@@ -1,0 +1,1 @@
+// json_schema: see json_schema.h

@@ -1,0 +1,1 @@
+// matcher: see matcher.h

@@ -1,0 +1,1 @@
+// regex: see regex.h

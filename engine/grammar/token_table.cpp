@@ -1,0 +1,1 @@
+// token_table: see token_table.h
