@@ -93,6 +93,7 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   const int num_samplers = std::max(1, model_.backend().host_threads());
   for (int i = 0; i < num_samplers; ++i)
     samplers_.push_back(std::make_unique<Sampler>(static_cast<int32_t>(hp.vocab_size)));
+  masks_.resize(samplers_.size());
 
   spdlog::info("engine {}: KV cache {} blocks x {} tokens = {} tokens, {:.1f} MiB ({} bytes/block, {}), "
                "max_model_len {}, max_num_seqs {}, max_num_batched_tokens {}",
@@ -287,6 +288,7 @@ void Engine::loop_steps() {
     try {
       std::optional<ComputeTurns::Turn> turn;
       if (config_.compute_turns != nullptr) turn.emplace(*config_.compute_turns);
+      step_constrained_rows_ = 0;
       run_step(step);
     } catch (const std::exception& e) {
       fail_step(step, e.what());
@@ -299,7 +301,8 @@ void Engine::loop_steps() {
                         .num_running = scheduler_->num_running(),
                         .num_waiting = scheduler_->num_waiting(),
                         .kv_cache_usage = scheduler_->block_pool().usage(),
-                        .num_preempted = static_cast<int32_t>(step.preempted.size())};
+                        .num_preempted = static_cast<int32_t>(step.preempted.size()),
+                        .num_constrained = step_constrained_rows_};
     publish_stats(&metrics);
     shell_.end_step();
   }

@@ -39,6 +39,10 @@
 #include "engine/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
 
+namespace sluice::grammar {
+class Matcher;
+}
+
 namespace sluice::engine {
 
 struct EngineConfig {
@@ -137,6 +141,8 @@ class Engine {
   void shutdown();
   void publish_stats(const StepMetrics* step);
   ActiveRequest* find(const SequencePtr& seq);
+  grammar::Matcher* matcher_of(const SequencePtr& seq);  // the choice's grammar matcher, or null
+  bool has_grammar(const ScheduledStep& step);
 
   Model& model_;
   const tokenizer::Tokenizer tokenizer_;  // a cheap copy (shared tables)
@@ -151,6 +157,9 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Sampler>> samplers_;  // one per host thread; [0] for device rows
   std::vector<Sequence*> sampling_rows_;             // sample_on_host's reused buffer
+  std::vector<grammar::Matcher*> row_matchers_;      // each sampling row's grammar matcher, or null
+  std::vector<std::vector<uint64_t>> masks_;         // one token mask buffer per sampler
+  int32_t step_constrained_rows_ = 0;                // this step's rows sampled under a mask
   std::vector<backends::RowSampling> device_rows_;     // sample_on_device's reused buffers
   std::vector<backends::LogitAdjust> device_adjust_;
   std::vector<size_t> device_adjust_ends_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/grammar/matcher.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/detokenizer.h"
 
@@ -20,9 +21,12 @@ struct Engine::ChoiceState {
                          .ignore_eos = request.params.ignore_eos,
                          .token_ids = request.stop_token_ids,
                          .min_tokens = request.params.min_tokens,
-                         .include_stop_str = request.include_stop_str_in_output}) {}
+                         .include_stop_str = request.include_stop_str_in_output}) {
+    if (request.grammar) matcher.emplace(request.grammar);
+  }
 
   SequencePtr seq;
+  std::optional<grammar::Matcher> matcher;  // structured output: this choice's place in the grammar
   tokenizer::IncrementalDetokenizer detokenizer;
   StopChecker stop;
   bool finished = false;

@@ -61,6 +61,7 @@ struct StepMetrics {
   int32_t num_waiting = 0;
   double kv_cache_usage = 0.0;
   int32_t num_preempted = 0;
+  int32_t num_constrained = 0;  // rows sampled under a grammar's token mask
 };
 
 // Implemented by the server. Every callback runs on the engine thread, between

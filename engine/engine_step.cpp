@@ -70,13 +70,32 @@ void Engine::check_cancellations() {
       abort_request(*request, FinishReason::abort, "cancelled by the client");
 }
 
+grammar::Matcher* Engine::matcher_of(const SequencePtr& seq) {
+  ActiveRequest* request = find(seq);
+  if (request == nullptr) return nullptr;
+  ChoiceState& choice = *request->choices[static_cast<size_t>(seq->choice_index())];
+  return choice.matcher ? &*choice.matcher : nullptr;
+}
+
+// A step with a constrained row samples on the host: the masks are host-side.
+bool Engine::has_grammar(const ScheduledStep& step) {
+  for (const ScheduledSequence& scheduled : step.seqs)
+    if (scheduled.samples && matcher_of(scheduled.seq) != nullptr) return true;
+  return false;
+}
+
 void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results) {
   const std::span<const float> logits = runner_->run(step);
   const auto vocab = static_cast<size_t>(runner_->vocab_size());
   const std::vector<size_t>& rows = runner_->sample_rows();
   sampling_rows_.clear();
-  for (const ScheduledSequence& scheduled : step.seqs)
-    if (scheduled.samples) sampling_rows_.push_back(scheduled.seq.get());
+  row_matchers_.clear();
+  for (const ScheduledSequence& scheduled : step.seqs) {
+    if (!scheduled.samples) continue;
+    sampling_rows_.push_back(scheduled.seq.get());
+    row_matchers_.push_back(matcher_of(scheduled.seq));
+    if (row_matchers_.back() != nullptr) ++step_constrained_rows_;
+  }
   results.resize(sampling_rows_.size());
   // Rows in parallel on the backend's host threads. A row depends only on its own
   // logits, settings, history and random stream, so the split changes nothing but
@@ -84,13 +103,26 @@ void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>
   std::atomic<size_t> next_sampler{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
+  // A constrained row's grammar mask is computed here too, in parallel: it depends on
+  // that row's matcher alone.
   model_.backend().host_parallel_for(static_cast<int64_t>(sampling_rows_.size()), [&](int64_t begin, int64_t end) {
-    Sampler& sampler = *samplers_[next_sampler.fetch_add(1) % samplers_.size()];
+    const size_t index = next_sampler.fetch_add(1) % samplers_.size();
+    Sampler& sampler = *samplers_[index];
+    std::vector<uint64_t>& mask = masks_[index];
     try {
       for (auto row = static_cast<size_t>(begin); row < static_cast<size_t>(end); ++row) {
         Sequence& seq = *sampling_rows_[row];
+        std::span<const uint64_t> allowed;
+        if (const grammar::Matcher* matcher = row_matchers_[row]) {
+          mask.assign(std::max(grammar::Matcher::mask_words(static_cast<int32_t>(vocab)),
+                               grammar::Matcher::mask_words(matcher->grammar().tokens().vocab_size())),
+                      0);
+          matcher->fill_mask(std::span(mask).first(
+              grammar::Matcher::mask_words(matcher->grammar().tokens().vocab_size())));
+          allowed = mask;
+        }
         results[row] = sampler.sample(logits.subspan(rows[row] * vocab, vocab), seq.params(), seq.prompt_tokens(),
-                                      seq.output_tokens(), seq.rng());
+                                      seq.output_tokens(), seq.rng(), allowed);
       }
     } catch (...) {  // the pool's threads must not throw: hand it to the engine thread
       std::lock_guard lock(failure_mutex);
@@ -165,7 +197,7 @@ void Engine::sample_on_device(const ScheduledStep& step, std::vector<SampleResul
 void Engine::run_step(ScheduledStep& step) {
   std::vector<SampleResult> results;
   results.reserve(static_cast<size_t>(step.num_sampling));
-  if (runner_->samples_on_device() && !ModelRunner::scores_prompt(step)) {
+  if (runner_->samples_on_device() && !ModelRunner::scores_prompt(step) && !has_grammar(step)) {
     sample_on_device(step, results);
   } else {
     sample_on_host(step, results);
@@ -201,6 +233,17 @@ void Engine::postprocess(ActiveRequest& request, ChoiceState& choice, const Samp
   }
   choice.last_token_time = now;
 
+  // A token the grammar cannot take comes only from an empty mask (the grammar is
+  // complete and EOS is banned by ignore_eos or min_tokens): the output is whole, stop
+  // without it.
+  if (choice.matcher && !choice.matcher->accept_token(sample.token)) {
+    ChoiceDelta& delta = pending_delta(request, choice);
+    delta.text += choice.stop.finish(choice.detokenizer.flush()).text;
+    scheduler_->finish(choice.seq, FinishReason::stop);
+    finish_choice(request, choice, FinishReason::stop);
+    return;
+  }
+
   ChoiceDelta& delta = pending_delta(request, choice);
   delta.token_ids.push_back(sample.token);
   if (request.wants_logprobs)
@@ -212,6 +255,12 @@ void Engine::postprocess(ActiveRequest& request, ChoiceState& choice, const Samp
     if (result.matched_stop.empty()) delta.text += choice.detokenizer.flush();  // EOS: no more bytes come
     scheduler_->finish(choice.seq, FinishReason::stop);
     finish_choice(request, choice, FinishReason::stop, {}, result.matched_stop);
+    return;
+  }
+  if (choice.matcher && choice.matcher->is_finished() && !seq.is_finished()) {  // EOS, even with ignore_eos
+    delta.text += choice.stop.finish(choice.detokenizer.flush()).text;
+    scheduler_->finish(choice.seq, FinishReason::stop);
+    finish_choice(request, choice, FinishReason::stop);
     return;
   }
   if (seq.is_finished()) {  // length, from Scheduler::update

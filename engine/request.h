@@ -14,6 +14,10 @@
 #include "engine/sampler.h"
 #include "engine/sequence.h"
 
+namespace sluice::grammar {
+class CompiledGrammar;
+}
+
 namespace sluice::engine {
 
 inline constexpr size_t kMaxStopStrings = 4;  // OpenAI's limit
@@ -41,6 +45,9 @@ struct GenerationRequest {
   std::string group_id;
   uint64_t client_id = 0;
   size_t stream_capacity = 0;          // deltas its stream buffers; 0: EngineConfig::stream_capacity
+  // Structured output: every choice's tokens are masked to what this grammar allows
+  // (one matcher per choice). Null: unconstrained.
+  std::shared_ptr<grammar::CompiledGrammar> grammar;
 };
 
 // The chosen token's log-probability and, when asked, the top alternatives (raw model

@@ -355,11 +355,17 @@ SampleResult Sampler::score(std::span<const float> logits, int32_t token, int32_
 
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
                              std::span<const int32_t> history_prompt,
-                             std::span<const int32_t> history_output, Rng& rng) {
+                             std::span<const int32_t> history_output, Rng& rng,
+                             std::span<const uint64_t> allowed) {
   SLUICE_CHECK(logits.size() == static_cast<size_t>(vocab_size_), "logits size != vocab size");
+  SLUICE_CHECK(allowed.empty() || allowed.size() * 64 >= logits.size(), "mask shorter than the vocabulary");
   const std::span<float> work(work_);
   for (size_t i = 0; i < logits.size(); ++i) {
     work[i] = logits[i] == logits[i] ? logits[i] : kNegInf;  // a NaN never wins
+  }
+  if (!allowed.empty()) {
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (!((allowed[i / 64] >> (i % 64)) & 1u)) work[i] = kNegInf;
   }
   // Raw-model log-probabilities, taken before any processor touches `work`.
   SampleResult result;
@@ -390,8 +396,10 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
   }
 
   if (params.logprobs) {
+    const bool masked_out = !allowed.empty() && !((allowed[static_cast<size_t>(result.token) / 64] >>
+                                                   (static_cast<size_t>(result.token) % 64)) & 1u);
     const float raw = logits[result.token];
-    result.logprob = raw == raw ? static_cast<float>(raw - log_z) : kNegInf;
+    result.logprob = raw == raw && !masked_out ? static_cast<float>(raw - log_z) : kNegInf;
   }
   return result;
 }

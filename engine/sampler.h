@@ -14,7 +14,9 @@
 //
 // Log-probabilities are those of the RAW model logits (log_softmax before any
 // processor), as vLLM returns by default: they describe the model, not the sampling
-// settings, and greedy / temperature-0 requests get meaningful values.
+// settings, and greedy / temperature-0 requests get meaningful values. The one
+// exception is a grammar's mask (structured outputs): applied first, before every
+// processor, it also shapes the log-probabilities (masked tokens have none).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -92,9 +94,13 @@ class Sampler {
   // logits: [vocab_size] raw model output for one sequence. history_prompt /
   // history_output feed the penalties. Advances `rng` by exactly one draw unless
   // the request is greedy.
+  // `allowed`, when not empty, is a bitmask over the vocabulary (bit id % 64 of word
+  // id / 64; a grammar's mask): the other tokens are -infinity before every
+  // processor, and the log-probabilities are those of the masked distribution.
   SampleResult sample(std::span<const float> logits, const SamplingParams& params,
                       std::span<const int32_t> history_prompt,
-                      std::span<const int32_t> history_output, Rng& rng);
+                      std::span<const int32_t> history_output, Rng& rng,
+                      std::span<const uint64_t> allowed = {});
 
   // The processors on their own, for tests and for callers that only need one.
   // Each works in place on [vocab_size] logits.

@@ -84,23 +84,6 @@ Error read_message(const Json& m, const std::string& param, ChatMessage& out) {
   return std::nullopt;
 }
 
-Error read_response_format(const Json& v) {
-  if (v.is_null()) return std::nullopt;
-  if (!v.is_object()) return fields::type_error("response_format", "an object", v);
-  auto type = v.find("type");
-  if (type == v.end() || type->is_null()) return fields::missing_field("response_format.type");
-  if (!type->is_string()) return fields::type_error("response_format.type", "a string", *type);
-  if (*type != "text") {
-    return invalid_request("response_format of type '" + type->get<std::string>() +
-                               "' is not supported; only 'text' is.",
-                           "response_format");
-  }
-  for (const auto& [key, value] : v.items()) {
-    if (key != "type") return fields::unknown_field("response_format." + key);
-  }
-  return std::nullopt;
-}
-
 // Tool calling is not built yet: refuse anything that asks for it, accept what asks
 // for nothing (null, [], "none").
 Error read_tools_field(const std::string& key, const Json& v) {
@@ -197,8 +180,6 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
       e = fields::read_bool(value, key, logprobs);
     } else if (key == "top_logprobs") {
       e = fields::read_opt_int32(value, key, 0, kMaxTopLogprobs, top_logprobs);
-    } else if (key == "response_format") {
-      e = read_response_format(value);
     } else if (key == "tools" || key == "tool_choice") {
       e = read_tools_field(key, value);
     } else if (key == "chat_template_kwargs") {
@@ -229,7 +210,10 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
 ChatParse parse_chat_request(std::string_view body, const ParseOptions& parse) {
   Json json;
   if (auto e = fields::parse_object(body, json)) return *e;
-  return parse_chat_json(json, parse);
+  ChatParse parsed = parse_chat_json(json, parse);
+  if (auto* req = std::get_if<ChatRequest>(&parsed); req && req->structured_output)
+    read_schema_in_order(body, *req->structured_output);
+  return parsed;
 }
 
 }  // namespace sluice::proto

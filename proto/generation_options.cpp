@@ -94,6 +94,7 @@ Error unknown_key(const std::string& param, GenerationOptions& options, const Pa
 
 Error apply_generation_field(const std::string& key, const Json& value, GenerationOptions& options,
                              bool& handled, const ParseOptions& parse) {
+  if (auto e = apply_structured_output_field(key, value, options.structured_output, handled); e || handled) return e;
   handled = true;
   auto& s = options.sampling;
   mark_given(key, options.given);

@@ -11,6 +11,7 @@
 #include "engine/generation_defaults.h"
 #include "engine/sampler.h"
 #include "proto/fields.h"
+#include "proto/structured_output.h"
 
 namespace sluice::proto {
 
@@ -47,6 +48,8 @@ struct GenerationOptions {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   std::optional<bool> add_special_tokens;   // empty: the endpoint's default
+  // response_format / structured_outputs / guided_* / grammar / json_schema (structured_output.h).
+  std::optional<StructuredOutput> structured_output;
   // Keys accepted but without effect here (OpenAI fields that ask for nothing we
   // do, and unknown keys when not strict): for a debug log line.
   std::vector<std::string> ignored_fields;

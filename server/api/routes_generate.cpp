@@ -58,7 +58,8 @@ void cancel_all(GenerationJob& job, ModelService& model) {
 // job gets the streams only once the engine has taken them.
 std::optional<proto::ApiError> submit(GenerationJob& job, ModelService& model, const proto::GenerationOptions& options,
                                       std::vector<PreparedPrompt> prompts, const ResponseShape& shape,
-                                      uint64_t client_id, const config::Config& config) {
+                                      uint64_t client_id, const config::Config& config,
+                                      const std::shared_ptr<grammar::CompiledGrammar>& grammar) {
   const auto now = engine::Clock::now();
   auto after = [&](double seconds) {
     return now + std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double>(seconds));
@@ -84,6 +85,7 @@ std::optional<proto::ApiError> submit(GenerationJob& job, ModelService& model, c
     request.queue_deadline = after(config.queue_timeout_s);
     request.group_id = id;  // its prompts share one turn in the queue
     request.client_id = client_id;
+    request.grammar = grammar;
     requests.push_back(std::move(request));
   }
   if (auto error = check_response_logprobs(requests, shape, model.engine().max_model_len(),
@@ -147,12 +149,47 @@ asio::awaitable<void> answer_stream(Exchange& ex, GenerationJob& job, ModelServi
   if (sent) co_await writer.end();
 }
 
+// The request's output constraint compiled on the tokenizer pool (a large schema on a
+// large vocabulary can take a while the first time; the model's cache keeps it).
+// Unenforced keywords (json_schema with strict false) are named in a response
+// header. On a refusal the response is set and nothing is returned.
+asio::awaitable<std::optional<std::shared_ptr<grammar::CompiledGrammar>>> compile_constraint(
+    Exchange& ex, ModelService& model, const proto::GenerationOptions& options, PrepPool& prep) {
+  using Compiled = std::variant<grammar::CompiledSpec, proto::ApiError>;
+  if (!options.structured_output) co_return std::shared_ptr<grammar::CompiledGrammar>();
+  const proto::StructuredOutput& constraint = *options.structured_output;
+  auto compiled = co_await prep.run([&]() -> Compiled {
+    try {
+      return model.compile_structured_output(constraint.spec);
+    } catch (const grammar::GrammarError& e) {
+      return proto::invalid_request("Invalid '" + constraint.param + "': " + e.what(), constraint.param);
+    }
+  });
+  if (!compiled) {
+    set_error(ex.response, prep_pool_full(prep));
+    co_return std::nullopt;
+  }
+  if (auto* error = std::get_if<proto::ApiError>(&*compiled)) {
+    set_error(ex.response, *error);
+    co_return std::nullopt;
+  }
+  grammar::CompiledSpec& spec = std::get<grammar::CompiledSpec>(*compiled);
+  if (!spec.unenforced.empty()) {
+    std::string names;
+    for (const std::string& item : spec.unenforced) names += (names.empty() ? "" : "; ") + item;
+    ex.response.set("x-sluice-unenforced-constraints", names);
+  }
+  co_return std::move(spec.grammar);
+}
+
 // Everything after parsing, shared by both APIs.
 asio::awaitable<void> generate(Exchange& ex, ModelService& model, GenerationJob& job,
                                const proto::GenerationOptions& options, std::vector<PreparedPrompt> prompts,
-                               const ResponseShape& shape, const config::Config& config) {
+                               const ResponseShape& shape, const config::Config& config, PrepPool& prep) {
   const uint64_t client_id = client_identity(ex.request, config);
-  if (auto error = submit(job, model, options, std::move(prompts), shape, client_id, config)) {
+  auto grammar = co_await compile_constraint(ex, model, options, prep);
+  if (!grammar) co_return;
+  if (auto error = submit(job, model, options, std::move(prompts), shape, client_id, config, *grammar)) {
     set_error(ex.response, *error);
     co_return;
   }
@@ -300,7 +337,7 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
                     token_piece(*model));
   const ResponseShape shape{.chat = false, .streaming = request.stream, .want_logprobs = want_logprobs,
                             .score_only = score_only, .num_returned = num_returned};
-  co_await generate(ex, *model, job, request, std::move(prompts), shape, config);
+  co_await generate(ex, *model, job, request, std::move(prompts), shape, config, prep);
 }
 
 asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, const config::Config& config,
@@ -354,7 +391,7 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
   GenerationJob job(std::move(settings), std::make_unique<ChatFormat>(), token_piece(*model));
   const ResponseShape shape{.chat = true, .streaming = request.stream, .want_logprobs = want_logprobs,
                             .num_returned = request.sampling.n};
-  co_await generate(ex, *model, job, request, std::move(prompts), shape, config);
+  co_await generate(ex, *model, job, request, std::move(prompts), shape, config, prep);
 }
 
 }  // namespace

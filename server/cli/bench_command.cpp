@@ -18,6 +18,8 @@
 
 #include "backends/backend.h"
 #include "backends/backend_factory.h"
+#include "engine/grammar/grammar_spec.h"
+#include "engine/grammar_tokens.h"
 #include "engine/loader/gguf_file.h"
 #include "engine/synthetic/random_weights.h"
 #include "engine/loader/quantize.h"
@@ -448,6 +450,41 @@ class Bench {
                       {"ttft_max_seconds", r.ttft_max_seconds}, {"steps", r.steps}, {"preemptions", r.preemptions}});
     }
     report_["engine"] = rows;
+    serve_constrained_streams(tokenizer);
+  }
+
+  // The same streams with every output constrained to a JSON schema (structured
+  // outputs): the grammar masks' cost, as a ratio to the unconstrained run above.
+  void serve_constrained_streams(const tokenizer::Tokenizer& tokenizer) {
+    // An array of at least 64 short strings: no stream can finish before its token
+    // limit, and every token is masked.
+    const grammar::GrammarSpec spec{.kind = grammar::GrammarSpec::Kind::json_schema,
+                                    .text = R"({"type":"array","minItems":64,"items":{"type":"string","maxLength":12}})"};
+    grammar::GrammarCache cache(engine::make_token_table(tokenizer, static_cast<int32_t>(model_->hparams().vocab_size)),
+                                1);
+    const grammar::GrammarCache::Lookup compiled = cache.get(spec);
+    std::printf("
+constrained  the same streams, each output held to the JSON schema %s (compiled in %.1f ms)
+",
+                spec.text.c_str(), compiled.compile_seconds * 1e3);
+    std::printf("  %7s %12s %12s %8s
+", "streams", "tokens/s", "free tok/s", "ratio");
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    size_t index = 0;
+    for (int streams : o_.streams) {
+      const double free_rate = report_["engine"][index++]["tokens_per_second"].get<double>();
+      const EngineLoadResult r = run_engine_load(*model_, tokenizer, streams, o_.stream_prompt, o_.generate,
+                                                 compiled.compiled.grammar);
+      std::printf("  %7d %12.1f %12.1f %8.2f\n", streams, r.tokens_per_second(), free_rate,
+                  free_rate > 0 ? r.tokens_per_second() / free_rate : 0.0);
+      std::fflush(stdout);
+      rows.push_back({{"streams", streams}, {"tokens_per_second", r.tokens_per_second()},
+                      {"unconstrained_tokens_per_second", free_rate}, {"generated_tokens", r.generated_tokens}});
+    }
+    const grammar::MatcherStats stats = compiled.compiled.grammar->stats();
+    std::printf("  masks: %llu computed, %llu from the cache\n", static_cast<unsigned long long>(stats.masks_computed),
+                static_cast<unsigned long long>(stats.masks_from_cache));
+    report_["constrained"] = rows;
   }
 
   const BenchOptions& o_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/grammar/matcher.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
 #include "engine/request_stream.h"
@@ -58,7 +59,8 @@ class WakeCounter {
 }  // namespace
 
 EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenizer& tokenizer, int streams,
-                                 int prompt_tokens, int generate_tokens) {
+                                 int prompt_tokens, int generate_tokens,
+                                 std::shared_ptr<grammar::CompiledGrammar> grammar) {
   const engine::ModelHparams& h = model.hparams();
   const int64_t tokens_per_stream = prompt_tokens + generate_tokens;
   const int64_t blocks_per_stream = (tokens_per_stream + kBlockSize) / kBlockSize;  // + the last token's slot
@@ -89,6 +91,7 @@ EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenize
     request.params.temperature = 0.0f;
     request.params.ignore_eos = true;
     request.params.max_tokens = generate_tokens;
+    request.grammar = grammar;
     engine::SubmitResult submitted = engine.submit(std::move(request));
     if (!submitted.ok()) throw std::runtime_error("bench: the engine refused stream " + std::to_string(s) + ": " + submitted.message);
     live[static_cast<size_t>(s)] = submitted.stream;
@@ -111,7 +114,8 @@ EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenize
           continue;
         }
         const auto& finish = std::get<engine::ChoiceFinish>(event);
-        if (finish.reason != engine::FinishReason::length)
+        const bool grammar_end = grammar && finish.reason == engine::FinishReason::stop;
+        if (finish.reason != engine::FinishReason::length && !grammar_end)
           throw std::runtime_error("bench: stream " + std::to_string(s) + " finished with '" +
                                    std::string(finish.finish_reason()) + "' " + finish.error);
         result.generated_tokens += finish.num_completion_tokens;

@@ -6,9 +6,13 @@
 // generated tokens/s from the first submission to the last token, and time to
 // first token.
 #include <cstdint>
+#include <memory>
 
 namespace sluice::engine {
 class Model;
+}
+namespace sluice::grammar {
+class CompiledGrammar;
 }
 namespace sluice::tokenizer {
 class Tokenizer;
@@ -27,8 +31,11 @@ struct EngineLoadResult {
   double tokens_per_second() const { return seconds > 0 ? static_cast<double>(generated_tokens) / seconds : 0.0; }
 };
 
-// Throws std::runtime_error when a stream ends other than by its token limit.
+// Throws std::runtime_error when a stream ends other than by its token limit (or,
+// with a grammar, by the grammar's end). With `grammar`, every stream's output is
+// constrained by it (structured outputs).
 EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenizer& tokenizer, int streams,
-                                 int prompt_tokens, int generate_tokens);
+                                 int prompt_tokens, int generate_tokens,
+                                 std::shared_ptr<grammar::CompiledGrammar> grammar = nullptr);
 
 }  // namespace sluice::server

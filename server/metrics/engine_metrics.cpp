@@ -93,7 +93,7 @@ class EngineMetricFamilies {
       registry_.Remove(*f);
     }
     for (auto* f : {&prefix_cache_queries, &prefix_cache_hits, &num_preemptions,
-                    &prompt_tokens, &generation_tokens, &request_success}) {
+                    &prompt_tokens, &generation_tokens, &request_success, &masked_tokens}) {
       registry_.Remove(*f);
     }
     for (auto* f : {&time_to_first_token, &inter_token_latency, &e2e_request_latency,
@@ -111,6 +111,7 @@ class EngineMetricFamilies {
   Family<Counter>& num_preemptions;
   Family<Counter>& prompt_tokens;
   Family<Counter>& generation_tokens;
+  Family<Counter>& masked_tokens;
   Family<Counter>& request_success;
   Family<Histogram>& time_to_first_token;
   Family<Histogram>& inter_token_latency;
@@ -137,6 +138,8 @@ class EngineMetricFamilies {
         prompt_tokens(counter(r, "sluice_prompt_tokens_total", "Prefill tokens processed")),
         generation_tokens(counter(r, "sluice_generation_tokens_total",
                                   "Generation tokens processed")),
+        masked_tokens(counter(r, "sluice_structured_output_masked_tokens_total",
+                              "Tokens sampled under a grammar's mask (structured outputs)")),
         request_success(counter(r, "sluice_request_success_total",
                                 "Finished requests (choices) by finish reason; unlike vLLM, "
                                 "abort, timeout and error are counted too")),
@@ -188,6 +191,7 @@ EngineMetrics::EngineMetrics(prometheus::Registry& registry, std::string model_n
       num_preemptions_(families_.num_preemptions.Add(model_label(model_name_))),
       prompt_tokens_(families_.prompt_tokens.Add(model_label(model_name_))),
       generation_tokens_(families_.generation_tokens.Add(model_label(model_name_))),
+      masked_tokens_(families_.masked_tokens.Add(model_label(model_name_))),
       time_to_first_token_(
           families_.time_to_first_token.Add(model_label(model_name_), kTtftBuckets)),
       inter_token_latency_(
@@ -219,6 +223,7 @@ EngineMetrics::~EngineMetrics() {
   families_.num_preemptions.Remove(&num_preemptions_);
   families_.prompt_tokens.Remove(&prompt_tokens_);
   families_.generation_tokens.Remove(&generation_tokens_);
+  families_.masked_tokens.Remove(&masked_tokens_);
   for (size_t i = 1; i < kNumFinishSlots; ++i) {
     families_.request_success.Remove(request_success_[i]);
   }
@@ -264,6 +269,7 @@ void EngineMetrics::on_step(const engine::StepMetrics& step) {
   if (step.num_batched_tokens > 0) {
     iteration_tokens_.Observe(static_cast<double>(step.num_batched_tokens));
   }
+  if (step.num_constrained > 0) masked_tokens_.Increment(static_cast<double>(step.num_constrained));
 }
 
 void EngineMetrics::on_first_token(double ttft_s) { time_to_first_token_.Observe(ttft_s); }

@@ -63,6 +63,7 @@ class EngineMetrics : public engine::EngineObserver {
   prometheus::Counter& num_preemptions_;
   prometheus::Counter& prompt_tokens_;
   prometheus::Counter& generation_tokens_;
+  prometheus::Counter& masked_tokens_;
   std::array<prometheus::Counter*, kNumFinishSlots> request_success_{};
 
   prometheus::Histogram& time_to_first_token_;

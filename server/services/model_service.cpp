@@ -6,11 +6,16 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "engine/grammar_tokens.h"
 #include "proto/template_kwargs.h"
 #include "server/services/model_prepare.h"
 
 namespace sluice::server {
 namespace {
+
+// Compiled output constraints kept per model (LRU): a JSON schema is compiled once
+// for all the requests that send it.
+constexpr size_t kCompiledGrammars = 64;
 
 engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::Config& config) {
   engine::EngineConfig out;
@@ -86,6 +91,10 @@ std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& load
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
   service->token_bound_ = std::make_unique<tokenizer::TokenCountBound>(tok);
   service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);
+  service->grammars_ = std::make_unique<grammar::GrammarCache>(
+      engine::make_token_table(tok, static_cast<int32_t>(service->model_->hparams().vocab_size)),
+      kCompiledGrammars);
+  service->grammar_metrics_ = std::make_unique<GrammarMetrics>(registry, info.id);
   engine::EngineConfig engine_settings = engine_config(info, config);
   if (service->backend_->device() == backends::DeviceKind::cpu) engine_settings.compute_turns = cpu_turns;
   service->engine_ = std::make_unique<engine::Engine>(*service->model_, tok, std::move(engine_settings),
@@ -98,6 +107,18 @@ std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& load
 }
 
 ModelService::~ModelService() { stop(); }
+
+grammar::CompiledSpec ModelService::compile_structured_output(const grammar::GrammarSpec& spec) {
+  grammar_metrics_->on_request(grammar::kind_name(spec.kind));
+  try {
+    grammar::GrammarCache::Lookup lookup = grammars_->get(spec);
+    grammar_metrics_->on_lookup(lookup.hit, lookup.compile_seconds);
+    return std::move(lookup.compiled);
+  } catch (...) {
+    grammar_metrics_->on_lookup(false, 0.0);
+    throw;
+  }
+}
 
 std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& messages, bool add_generation_prompt,
                                       const nlohmann::json& template_kwargs) const {

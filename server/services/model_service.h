@@ -18,12 +18,14 @@
 #include "engine/chat/chat_template.h"
 #include "engine/engine.h"
 #include "engine/generation_defaults.h"
+#include "engine/grammar/grammar_spec.h"
 #include "server/services/register_model.h"
 #include "engine/models/model.h"
 #include "engine/tokenizer/token_count_bound.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "proto/chat.h"
 #include "server/metrics/engine_metrics.h"
+#include "server/metrics/grammar_metrics.h"
 
 namespace sluice::server {
 
@@ -60,6 +62,11 @@ class ModelService {
   const tokenizer::TokenCountBound& token_bound() const { return *token_bound_; }
   int64_t max_model_len() const { return engine_->max_model_len(); }
 
+  // A request's output constraint compiled for this model's vocabulary, from the
+  // cache when it was compiled before (recorded in the metrics). Throws
+  // grammar::GrammarError for a constraint that cannot be compiled. Any thread.
+  grammar::CompiledSpec compile_structured_output(const grammar::GrammarSpec& spec);
+
   // Updates the engine's gauges and counters before /metrics renders.
   void refresh_metrics();
 
@@ -78,6 +85,8 @@ class ModelService {
   engine::GenerationDefaults generation_defaults_;
   std::unique_ptr<tokenizer::TokenCountBound> token_bound_;
   std::unique_ptr<EngineMetrics> metrics_;
+  std::unique_ptr<grammar::GrammarCache> grammars_;
+  std::unique_ptr<GrammarMetrics> grammar_metrics_;
   std::unique_ptr<engine::Engine> engine_;  // declared last: stopped before the rest goes
 };
 

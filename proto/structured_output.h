@@ -1,0 +1,38 @@
+#pragma once
+// The request fields that constrain the output's shape, from every API dialect that
+// clients send, into one grammar::GrammarSpec:
+//   OpenAI      response_format: {type: json_object} | {type: json_schema,
+//               json_schema: {name, schema, strict, description}} ({type: text}: none)
+//   vLLM        structured_outputs: {json | regex | choice | grammar | json_object,
+//               disable_any_whitespace}, and the older guided_json / guided_regex /
+//               guided_choice / guided_grammar (guided_decoding_backend is ignored)
+//   llama.cpp   grammar (GBNF text), json_schema (a schema object)
+// At most one constraint per request: a second is refused naming it.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/grammar/grammar_spec.h"
+#include "proto/fields.h"
+
+namespace sluice::proto {
+
+struct StructuredOutput {
+  grammar::GrammarSpec spec;
+  std::string param;  // the field it came from, for errors ("response_format", "guided_regex", ...)
+  // Where the schema sits in the body ({"response_format", "json_schema", "schema"}):
+  // the parsers re-read it from the body text so that its key order (the order of the
+  // output's properties) survives; the DOM sorts keys.
+  std::vector<std::string> schema_path;
+};
+
+// Applies one body key if it is a structured-output field; sets `handled` when it
+// was one. `out` holds what an earlier key asked for.
+fields::Error apply_structured_output_field(const std::string& key, const fields::Json& value,
+                                            std::optional<StructuredOutput>& out, bool& handled);
+
+// Fills spec.text of a json_schema constraint from the body text, keys in the order
+// the client wrote them (see schema_path). Called once the body parsed as a whole.
+void read_schema_in_order(std::string_view body, StructuredOutput& out);
+
+}  // namespace sluice::proto
