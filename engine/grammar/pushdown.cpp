@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <unordered_map>
 
 namespace sluice::grammar {
 namespace {
@@ -34,8 +35,9 @@ Pushdown::Pushdown(const Grammar& grammar, PushdownLimits limits) : byte_sets_(g
     }
     alt_begin_.push_back(static_cast<uint32_t>(alt_start_.size()));
   }
-  nodes_.push_back({kNoPosition, 0});
-  node_successor_.push_back(kUnknown);
+  nodes_ = {{kNoPosition, 0}, {kNoPosition, 0}};  // the empty stack, the hole
+  node_successor_ = {kUnknown, kUnknown};
+  depth_ = {0, 0};
   state_begin_ = {0, 0};
   state_hash_.push_back(hash_stacks(nullptr, 0));
   flags_.push_back(0);
@@ -62,6 +64,7 @@ uint32_t Pushdown::intern_node(uint32_t pos, uint32_t parent) {
         if (nodes_.size() >= limits_.max_nodes) over_limit("parser stack nodes", limits_.max_nodes);
         nodes_.push_back({pos, parent});
         node_successor_.push_back(kUnknown);
+        depth_.push_back(depth_[parent] + 1);
         return static_cast<uint32_t>(nodes_.size() - 1);
       },
       hash_of);
@@ -83,9 +86,12 @@ uint32_t Pushdown::intern_state(const std::vector<uint32_t>& stacks) {
         state_stacks_.insert(state_stacks_.end(), stacks.begin(), stacks.end());
         state_begin_.push_back(static_cast<uint32_t>(state_stacks_.size()));
         state_hash_.push_back(hash);
-        const bool complete = !stacks.empty() && stacks.front() == 0;  // node 0 sorts first
+        // The empty stack (0) sorts first, the hole (1) right after it.
+        const bool complete = !stacks.empty() && stacks.front() == 0;
+        const bool exit = std::binary_search(stacks.begin(), stacks.end(), kHole);
         flags_.push_back(static_cast<uint8_t>((complete ? kComplete : 0) |
-                                              (complete && stacks.size() == 1 ? kTerminated : 0)));
+                                              (complete && stacks.size() == 1 ? kTerminated : 0) |
+                                              (exit ? kExit : 0)));
         return static_cast<uint32_t>(num_states() - 1);
       },
       [this](uint32_t s) { return state_hash_[s]; });
@@ -106,8 +112,8 @@ void Pushdown::closure(const std::vector<Node>& seeds, std::vector<uint32_t>& ou
     if (e.kind == kBytes) {
       out.push_back(intern_node(item.pos, item.parent));
     } else if (e.kind == kEnd) {
-      if (item.parent == 0) {
-        out.push_back(0);
+      if (item.parent == 0 || item.parent == kHole) {
+        out.push_back(item.parent);  // the root is done, or the top frames of a relative state
       } else {
         const Node parent = nodes_[item.parent];
         work_.push_back(parent);
@@ -141,7 +147,7 @@ const uint32_t* Pushdown::compute_row(uint32_t state) {
   std::vector<const ByteSet*> sets(stacks.size(), nullptr);
   std::vector<uint32_t> next(stacks.size(), kDead);
   for (size_t i = 0; i < stacks.size(); ++i) {
-    if (stacks[i] == 0) continue;  // the empty stack consumes nothing
+    if (stacks[i] == 0 || stacks[i] == kHole) continue;  // they consume nothing
     sets[i] = &byte_sets_[flat_[nodes_[stacks[i]].pos].index];
     next[i] = successor(stacks[i]);
   }
@@ -177,6 +183,58 @@ const uint32_t* Pushdown::compute_row(uint32_t state) {
   rows_[state] = std::move(out);
   ++num_rows_;
   return rows_[state].get();
+}
+
+uint32_t Pushdown::common_ancestor(uint32_t a, uint32_t b) const {
+  while (depth_[a] > depth_[b]) a = nodes_[a].parent;
+  while (depth_[b] > depth_[a]) b = nodes_[b].parent;
+  while (a != b) {
+    a = nodes_[a].parent;
+    b = nodes_[b].parent;
+  }
+  return a;
+}
+
+Pushdown::Split Pushdown::split(uint32_t state) {
+  if (state < split_.size() && split_[state].relative != kUnknown) return split_[state];
+  const std::vector<uint32_t> stacks(state_stacks_.begin() + state_begin_[state],
+                                     state_stacks_.begin() + state_begin_[state + 1]);
+  uint32_t context = kUnknown;
+  for (uint32_t s : stacks) {
+    if (s == 0 || s == kHole) {
+      context = 0;
+      break;
+    }
+    context = context == kUnknown ? nodes_[s].parent : common_ancestor(context, nodes_[s].parent);
+  }
+  Split out;
+  if (context != 0 && context != kUnknown && context != kHole) {
+    // Rebuild each stack's nodes above the context on the hole instead, sharing the
+    // nodes that stacks have in common.
+    std::unordered_map<uint32_t, uint32_t> rebased{{context, kHole}};
+    std::vector<uint32_t> relative, chain;
+    for (uint32_t s : stacks) {
+      chain.clear();
+      for (uint32_t n = s; !rebased.contains(n); n = nodes_[n].parent) chain.push_back(n);
+      uint32_t below = rebased.at(chain.empty() ? s : nodes_[chain.back()].parent);
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+        below = intern_node(nodes_[*it].pos, below);
+        rebased.emplace(*it, below);
+      }
+      relative.push_back(rebased.at(s));
+    }
+    std::sort(relative.begin(), relative.end());
+    relative.erase(std::unique(relative.begin(), relative.end()), relative.end());
+    out.relative = intern_state(relative);
+    std::vector<uint32_t> exit;
+    closure({nodes_[context]}, exit);
+    std::sort(exit.begin(), exit.end());
+    exit.erase(std::unique(exit.begin(), exit.end()), exit.end());
+    out.exit = intern_state(exit);
+  }
+  if (split_.size() < num_states()) split_.resize(num_states(), Split{kUnknown, kUnknown});
+  split_[state] = out;
+  return out;
 }
 
 }  // namespace sluice::grammar

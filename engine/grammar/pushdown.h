@@ -13,6 +13,14 @@
 // well; state 0 is the dead state (no stack). Each state's transitions on the 256
 // byte values are computed at once and kept as a row (the transition memo).
 //
+// A state whose stacks all lie on one context node F (their deepest common ancestor)
+// splits into a relative state, the same stacks with F replaced by the hole node, and
+// the exit state, where the input is once the top frames are done and F resumes. Token
+// masks use the split: the tokens a relative state allows without reaching the hole do
+// not depend on F, so one mask serves every context (a JSON string is a string at any
+// depth, as key or value), and only the tokens that reach the hole and go on need a
+// walk from the exit state.
+//
 // Interned stacks and states are never dropped (matchers hold state ids); past a hard
 // limit a new one is a GrammarError. Rows are dropped all together when there are too
 // many, and computed again on demand.
@@ -42,6 +50,12 @@ struct PushdownLimits {
 class Pushdown {
  public:
   static constexpr uint32_t kDead = 0;
+  static constexpr uint32_t kHole = 1;  // the stack node standing for a context left out
+
+  struct Split {
+    uint32_t relative = kDead;  // kDead: the state has no context to leave out
+    uint32_t exit = kDead;
+  };
 
   // Throws GrammarError when even the start state passes a limit.
   explicit Pushdown(const Grammar& grammar, PushdownLimits limits = {});
@@ -49,6 +63,11 @@ class Pushdown {
   uint32_t start() const { return start_; }
   bool is_complete(uint32_t state) const { return (flags_[state] & kComplete) != 0; }
   bool is_terminated(uint32_t state) const { return (flags_[state] & kTerminated) != 0; }
+  // A relative state holds the hole when some stack has popped into it: the top
+  // frames are done and the context would go on.
+  bool has_exit(uint32_t state) const { return (flags_[state] & kExit) != 0; }
+  // The split of a state (see above). Throws GrammarError past a limit.
+  Split split(uint32_t state);
   // The next state for each byte value (kDead: the byte is not allowed), or nullptr
   // when the row is not computed yet or was dropped.
   const uint32_t* row(uint32_t state) const { return state < rows_.size() ? rows_[state].get() : nullptr; }
@@ -68,7 +87,7 @@ class Pushdown {
     uint32_t pos;
     uint32_t parent;
   };
-  static constexpr uint8_t kComplete = 1, kTerminated = 2;
+  static constexpr uint8_t kComplete = 1, kTerminated = 2, kExit = 4;
   static constexpr uint32_t kUnknown = UINT32_MAX;
 
   uint32_t intern_node(uint32_t pos, uint32_t parent);
@@ -79,6 +98,8 @@ class Pushdown {
   void closure(const std::vector<Node>& seeds, std::vector<uint32_t>& out);
   // The state after a normalized stack's top byte class has consumed a byte.
   uint32_t successor(uint32_t node);
+  // The deepest node that is `a` or an ancestor of it and `b` or an ancestor of it.
+  uint32_t common_ancestor(uint32_t a, uint32_t b) const;
 
   std::vector<Flat> flat_;
   std::vector<uint32_t> alt_begin_;    // rule r's alternatives start at flat_[alt_start_[alt_begin_[r] ..]]
@@ -88,6 +109,7 @@ class Pushdown {
 
   std::vector<Node> nodes_;
   std::vector<uint32_t> node_successor_;  // per node; kUnknown until computed
+  std::vector<uint32_t> depth_;           // per node: nodes below it (0 for the empty stack and the hole)
   IdIndex node_index_;
 
   std::vector<uint32_t> state_begin_;  // state s's stacks: state_stacks_[state_begin_[s] .. state_begin_[s + 1])
@@ -95,6 +117,7 @@ class Pushdown {
   std::vector<uint64_t> state_hash_;
   std::vector<uint8_t> flags_;
   IdIndex state_index_;
+  std::vector<Split> split_;           // per state; relative == kUnknown until computed
   uint32_t start_ = kDead;
 
   std::vector<std::unique_ptr<uint32_t[]>> rows_;  // by state; (256) each
