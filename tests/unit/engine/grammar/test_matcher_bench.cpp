@@ -112,8 +112,8 @@ void time_model(const std::string& name, const fs::path& path, size_t check_ever
 }
 
 TEST_CASE("grammar matcher: mask time (printed, not asserted)") {
-  time_model("SmolLM2", kModels / "SmolLM2-135M-Instruct.Q4_1.gguf", 1);
-  time_model("Gemma 3", kModels / "gemma-3-270m-q4_k_m.gguf", 4);
+  time_model("SmolLM2", kModels / "SmolLM2-135M-Instruct.Q4_1.gguf", 2);
+  time_model("Gemma 3", kModels / "gemma-3-270m-q4_k_m.gguf", 8);
 }
 
 }  // namespace
