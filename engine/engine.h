@@ -142,6 +142,7 @@ class Engine {
   void publish_stats(const StepMetrics* step);
   ActiveRequest* find(const SequencePtr& seq);
   grammar::Matcher* matcher_of(const SequencePtr& seq);  // the choice's grammar matcher, or null
+  void fail_grammar(ActiveRequest& request, ChoiceState& choice, const std::string& what);
   bool has_grammar(const ScheduledStep& step);
 
   Model& model_;
@@ -159,6 +160,7 @@ class Engine {
   std::vector<Sequence*> sampling_rows_;             // sample_on_host's reused buffer
   std::vector<grammar::Matcher*> row_matchers_;      // each sampling row's grammar matcher, or null
   std::vector<std::vector<uint64_t>> masks_;         // one token mask buffer per sampler
+  std::vector<std::string> row_errors_;              // a row's grammar failure, else empty
   int32_t step_constrained_rows_ = 0;                // this step's rows sampled under a mask
   std::vector<backends::RowSampling> device_rows_;     // sample_on_device's reused buffers
   std::vector<backends::LogitAdjust> device_adjust_;

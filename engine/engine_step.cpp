@@ -90,6 +90,7 @@ void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>
   const std::vector<size_t>& rows = runner_->sample_rows();
   sampling_rows_.clear();
   row_matchers_.clear();
+  row_errors_.clear();
   for (const ScheduledSequence& scheduled : step.seqs) {
     if (!scheduled.samples) continue;
     sampling_rows_.push_back(scheduled.seq.get());
@@ -97,6 +98,7 @@ void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>
     if (row_matchers_.back() != nullptr) ++step_constrained_rows_;
   }
   results.resize(sampling_rows_.size());
+  row_errors_.resize(sampling_rows_.size());
   // Rows in parallel on the backend's host threads. A row depends only on its own
   // logits, settings, history and random stream, so the split changes nothing but
   // the time; each range takes a sampler of its own for scratch.
@@ -114,12 +116,14 @@ void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>
         Sequence& seq = *sampling_rows_[row];
         std::span<const uint64_t> allowed;
         if (const grammar::Matcher* matcher = row_matchers_[row]) {
-          mask.assign(std::max(grammar::Matcher::mask_words(static_cast<int32_t>(vocab)),
-                               grammar::Matcher::mask_words(matcher->grammar().tokens().vocab_size())),
-                      0);
-          matcher->fill_mask(std::span(mask).first(
-              grammar::Matcher::mask_words(matcher->grammar().tokens().vocab_size())));
-          allowed = mask;
+          const size_t words = grammar::Matcher::mask_words(matcher->grammar().tokens().vocab_size());
+          mask.assign(std::max(grammar::Matcher::mask_words(static_cast<int32_t>(vocab)), words), 0);
+          try {
+            matcher->fill_mask(std::span(mask).first(words));
+            allowed = mask;
+          } catch (const grammar::GrammarError& e) {  // a grammar past the matcher's limits: this row only
+            row_errors_[row] = e.what();
+          }
         }
         results[row] = sampler.sample(logits.subspan(rows[row] * vocab, vocab), seq.params(), seq.prompt_tokens(),
                                       seq.output_tokens(), seq.rng(), allowed);
@@ -210,13 +214,25 @@ void Engine::run_step(ScheduledStep& step) {
   size_t next = 0;
   for (const ScheduledSequence& scheduled : step.seqs) {
     if (!scheduled.samples) continue;
-    const SampleResult& sample = results[next++];
+    const size_t row = next++;
+    const SampleResult& sample = results[row];
     ActiveRequest* request = find(scheduled.seq);
     if (request == nullptr) continue;
     ChoiceState& choice = *request->choices[static_cast<size_t>(scheduled.seq->choice_index())];
     if (choice.finished) continue;
+    if (row < row_errors_.size() && !row_errors_[row].empty()) {
+      fail_grammar(*request, choice, row_errors_[row]);
+      continue;
+    }
     postprocess(*request, choice, sample, now);
   }
+}
+
+// A grammar that outgrew the matcher's limits ends its own choice with "error"; the
+// rest of the step goes on.
+void Engine::fail_grammar(ActiveRequest& request, ChoiceState& choice, const std::string& what) {
+  scheduler_->finish(choice.seq, FinishReason::error);
+  finish_choice(request, choice, FinishReason::error, "structured output: " + what);
 }
 
 void Engine::postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
@@ -236,7 +252,16 @@ void Engine::postprocess(ActiveRequest& request, ChoiceState& choice, const Samp
   // A token the grammar cannot take comes only from an empty mask (the grammar is
   // complete and EOS is banned by ignore_eos or min_tokens): the output is whole, stop
   // without it.
-  if (choice.matcher && !choice.matcher->accept_token(sample.token)) {
+  bool accepted = true;
+  if (choice.matcher) {
+    try {
+      accepted = choice.matcher->accept_token(sample.token);
+    } catch (const grammar::GrammarError& e) {
+      fail_grammar(request, choice, e.what());
+      return;
+    }
+  }
+  if (!accepted) {
     ChoiceDelta& delta = pending_delta(request, choice);
     delta.text += choice.stop.finish(choice.detokenizer.flush()).text;
     scheduler_->finish(choice.seq, FinishReason::stop);

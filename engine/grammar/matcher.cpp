@@ -11,8 +11,8 @@ namespace sluice::grammar {
 namespace {
 
 // Masks by state, and masks of relative states (fewer: one serves every context).
-constexpr size_t kMaskCacheBytes = size_t{48} << 20;
-constexpr size_t kRelativeMaskCacheBytes = size_t{16} << 20;
+constexpr size_t kMaskCacheBytes = size_t{12} << 20;
+constexpr size_t kRelativeMaskCacheBytes = size_t{4} << 20;
 
 }  // namespace
 

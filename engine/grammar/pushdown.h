@@ -44,7 +44,7 @@ struct PushdownLimits {
   size_t max_state_stacks = size_t{1} << 23;   // stack ids over all states
   size_t max_stacks_per_state = size_t{1} << 12;
   size_t max_closure_steps = size_t{1} << 16;  // work items of one closure
-  size_t max_rows = size_t{1} << 15;           // rows of 1 KiB each
+  size_t max_rows = size_t{1} << 13;           // rows of 1 KiB each
 };
 
 class Pushdown {

@@ -15,7 +15,7 @@ namespace {
 
 // Compiled output constraints kept per model (LRU): a JSON schema is compiled once
 // for all the requests that send it.
-constexpr size_t kCompiledGrammars = 64;
+constexpr size_t kCompiledGrammars = 32;
 
 engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::Config& config) {
   engine::EngineConfig out;
