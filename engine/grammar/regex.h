@@ -26,6 +26,13 @@ uint32_t add_regex(GrammarBuilder& builder, std::string_view pattern, std::strin
 uint32_t add_regex_search(GrammarBuilder& builder, std::string_view pattern, std::string_view name,
                           const GrammarLimits& limits = {});
 
+// The content of a JSON string (what lies between its quotes: any characters,
+// escapes included) whose unescaped value matches `pattern`: a search (contains a
+// match, JSON Schema's `pattern`) when `search`, else a whole match. Throws
+// GrammarError as add_regex does.
+uint32_t add_regex_json_string_content(GrammarBuilder& builder, std::string_view pattern, bool search,
+                                       std::string_view name, const GrammarLimits& limits);
+
 // A whole grammar for vLLM's `regex`.
 Grammar compile_regex(std::string_view pattern, const GrammarLimits& limits = {});
 
