@@ -129,8 +129,11 @@ class GbnfParser {
     uint32_t value = 0;
     for (int i = 0; i < digits; ++i) {
       const int digit = hex_value(peek());
-      if (digit < 0) fail(escape_at, "escape '\\" + std::string(1, text_[escape_at + 1]) + "' needs " +
-                                         std::to_string(digits) + " hex digits");
+      if (digit < 0) {
+        std::string message("escape '\\");
+        message.append(1, text_[escape_at + 1]).append("' needs ").append(std::to_string(digits)).append(" hex digits");
+        fail(escape_at, message);
+      }
       value = value * 16 + static_cast<uint32_t>(digit);
       ++pos_;
     }

@@ -265,8 +265,11 @@ class RegexParser {
     uint32_t value = 0;
     for (int i = 0; i < digits; ++i, ++pos_) {
       const int digit = hex_value(peek());
-      if (digit < 0) fail(escape_at, "\\" + std::string(1, p_[escape_at + 1]) + " needs " + std::to_string(digits) +
-                                         " hex digits");
+      if (digit < 0) {
+        std::string message(1, '\\');
+        message.append(1, p_[escape_at + 1]).append(" needs ").append(std::to_string(digits)).append(" hex digits");
+        fail(escape_at, message);
+      }
       value = value * 16 + static_cast<uint32_t>(digit);
     }
     return value;
