@@ -458,17 +458,15 @@ class Bench {
   void serve_constrained_streams(const tokenizer::Tokenizer& tokenizer) {
     // An array of at least 64 short strings: no stream can finish before its token
     // limit, and every token is masked.
-    const grammar::GrammarSpec spec{.kind = grammar::GrammarSpec::Kind::json_schema,
-                                    .text = R"({"type":"array","minItems":64,"items":{"type":"string","maxLength":12}})"};
+    grammar::GrammarSpec spec;
+    spec.kind = grammar::GrammarSpec::Kind::json_schema;
+    spec.text = R"({"type":"array","minItems":64,"items":{"type":"string","maxLength":12}})";
     grammar::GrammarCache cache(engine::make_token_table(tokenizer, static_cast<int32_t>(model_->hparams().vocab_size)),
                                 1);
     const grammar::GrammarCache::Lookup compiled = cache.get(spec);
-    std::printf("
-constrained  the same streams, each output held to the JSON schema %s (compiled in %.1f ms)
-",
+    std::printf("\nconstrained  the same streams, each output held to the JSON schema %s (compiled in %.1f ms)\n",
                 spec.text.c_str(), compiled.compile_seconds * 1e3);
-    std::printf("  %7s %12s %12s %8s
-", "streams", "tokens/s", "free tok/s", "ratio");
+    std::printf("  %7s %12s %12s %8s\n", "streams", "tokens/s", "free tok/s", "ratio");
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     size_t index = 0;
     for (int streams : o_.streams) {

@@ -133,7 +133,7 @@ def test_max_tokens_cuts_a_constrained_output_with_length(client):
 @pytest.mark.parametrize("body, param, words", [
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "strin"}}}},
      "response_format", "/type"),
-    ({"structured_outputs": {"grammar": 'root ::= "a" |'}}, "structured_outputs.grammar", "line 1"),
+    ({"structured_outputs": {"grammar": 'root ::= "a'}}, "structured_outputs.grammar", "line 1"),
     ({"guided_grammar": "root ::= undefined-rule"}, "guided_grammar", "undefined-rule"),
     ({"guided_regex": "(ab"}, "guided_regex", "offset"),
     ({"guided_regex": "(a)\\1"}, "guided_regex", "offset"),

@@ -67,6 +67,7 @@ GenerationRequest constrained(std::string id, uint32_t prompt_seed, std::shared_
 
 ChoiceResult run_one(Engine& engine, GenerationRequest request) {
   auto submitted = engine.submit(std::move(request));
+  INFO(submitted.message);
   REQUIRE(submitted.ok());
   auto result = collect(*submitted.stream);
   REQUIRE(result[0].finished);
@@ -80,7 +81,7 @@ TEST_CASE("constrained outputs match their grammar and end with it") {
   const auto bang = compile(f, letters_then_bang());
   for (uint64_t seed : {1u, 2u, 3u, 4u}) {
     CAPTURE(seed);
-    const ChoiceResult r = run_one(engine, constrained("bang", 5, bang, 40, seed));
+    const ChoiceResult r = run_one(engine, constrained("bang" + std::to_string(seed), 5, bang, 40, seed));
     CHECK(r.finish.finish_reason() == "stop");
     CHECK(std::regex_match(r.text, std::regex("[a-d]{2,8}!")));
   }
@@ -94,7 +95,7 @@ TEST_CASE("constrained outputs match their grammar and end with it") {
   // EOS is forbidden until the closing brace: a stop always has it.
   const auto brace = compile(f, braced());
   for (uint64_t seed : {11u, 12u, 13u}) {
-    const ChoiceResult b = run_one(engine, constrained("brace", 8, brace, 30, seed));
+    const ChoiceResult b = run_one(engine, constrained("brace" + std::to_string(seed), 8, brace, 30, seed));
     if (b.finish.finish_reason() == "stop") CHECK(std::regex_match(b.text, std::regex("\\{[a-z]*\\}")));
     else CHECK(std::regex_match(b.text, std::regex("\\{[a-z]*")));
   }
