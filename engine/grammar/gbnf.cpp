@@ -46,7 +46,7 @@ class GbnfParser {
     for (const auto& [name, offset] : references_)
       if (!defined_at_.contains(name)) fail(offset, "rule '" + name + "' is not defined");
     if (!defined_at_.contains("root")) throw GrammarError("the grammar has no rule named 'root'");
-    repetitions_.finish(builder_, budget_);
+    repetitions_.finish(builder_, budget_, [this](size_t offset) { return where(offset); });
     const uint32_t root = builder_.rule_named("root");
     try {
       return std::move(builder_).build(root, limits_.max_elements);
@@ -334,7 +334,7 @@ class GbnfParser {
       body = GrammarBuilder::ref(builder_.sequence(std::move(item), rule_ + "_item"));
     }
     if (!budget_.can_add(ElementBudget::repeat_cost(min, max))) fail_budget(at);
-    const uint32_t repeated = repetitions_.repeat(builder_, body, min, max, rule_ + "_rep", where(at));
+    const uint32_t repeated = repetitions_.repeat(builder_, body, min, max, rule_ + "_rep", at);
     sequence.resize(last);
     sequence.push_back(GrammarBuilder::ref(repeated));
     check_budget(at);

@@ -62,4 +62,9 @@ struct Grammar {
   size_t num_elements() const;
 };
 
+// For each rule: can it match the empty string. Linear in the size of the rules (a
+// worklist, not repeated passes, which are quadratic on a long chain of rules). Every
+// rule reference must be in range.
+std::vector<char> nullable_rules(const std::vector<Rule>& rules);
+
 }  // namespace sluice::grammar

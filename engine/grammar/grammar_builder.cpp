@@ -2,6 +2,7 @@
 #include "engine/grammar/grammar_builder.h"
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <optional>
 
@@ -100,13 +101,12 @@ std::vector<std::vector<std::pair<uint8_t, uint8_t>>> utf8_sequences(uint32_t fi
 uint32_t GrammarBuilder::add_rule(std::string_view name) {
   std::string unique(name.empty() ? "rule" : name);
   if (by_name_.contains(unique)) {
-    for (int i = 1;; ++i) {
-      std::string candidate = unique + "-" + std::to_string(i);
-      if (!by_name_.contains(candidate)) {
-        unique = std::move(candidate);
-        break;
-      }
-    }
+    int& suffix = next_suffix_[unique];  // the last suffix given under this name
+    std::string candidate;
+    do {
+      candidate = unique + "-" + std::to_string(++suffix);
+    } while (by_name_.contains(candidate));
+    unique = std::move(candidate);
   }
   const auto index = static_cast<uint32_t>(grammar_.rules.size());
   grammar_.rules.push_back(Rule{unique, {}});
@@ -225,6 +225,44 @@ size_t Grammar::num_elements() const {
   return n;
 }
 
+std::vector<char> nullable_rules(const std::vector<Rule>& rules) {
+  const size_t n = rules.size();
+  std::vector<char> nullable(n, 0);
+  // Per alternative, how many of its elements are not yet known to match "".
+  struct Pending {
+    uint32_t rule;
+    size_t remaining;
+  };
+  std::vector<Pending> pending;
+  std::vector<std::vector<size_t>> uses(n);  // rule -> pending entries it occurs in (once per occurrence)
+  std::deque<uint32_t> queue;
+  auto mark = [&](uint32_t r) {
+    if (!nullable[r]) {
+      nullable[r] = 1;
+      queue.push_back(r);
+    }
+  };
+  for (uint32_t r = 0; r < n; ++r)
+    for (const Alternative& alternative : rules[r].alternatives) {
+      bool has_bytes = false;
+      for (const Element& e : alternative) has_bytes |= e.kind == Element::Kind::bytes;
+      if (has_bytes) continue;
+      if (alternative.empty()) {
+        mark(r);
+        continue;
+      }
+      pending.push_back({r, alternative.size()});
+      for (const Element& e : alternative) uses[e.index].push_back(pending.size() - 1);
+    }
+  while (!queue.empty()) {
+    const uint32_t r = queue.front();
+    queue.pop_front();
+    for (size_t p : uses[r])
+      if (--pending[p].remaining == 0) mark(pending[p].rule);
+  }
+  return nullable;
+}
+
 void Grammar::validate(size_t max_elements) const {
   if (root >= rules.size()) throw GrammarError("the root rule does not exist");
   if (num_elements() > max_elements)
@@ -238,24 +276,7 @@ void Grammar::validate(size_t max_elements) const {
         if (e.index >= limit) throw GrammarError("rule '" + rule.name + "' refers to a missing element");
       }
   }
-  // Nullable rules (can match ""), to a fixed point.
-  std::vector<char> nullable(rules.size(), 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rules.size(); ++r) {
-      if (nullable[r]) continue;
-      for (const Alternative& alternative : rules[r].alternatives) {
-        const bool all = std::all_of(alternative.begin(), alternative.end(), [&](const Element& e) {
-          return e.kind == Element::Kind::rule && nullable[e.index];
-        });
-        if (all) {
-          nullable[r] = 1;
-          changed = true;
-          break;
-        }
-      }
-    }
-  }
+  const std::vector<char> nullable = nullable_rules(rules);
   // Left recursion: a cycle through references reachable before any byte is consumed.
   std::vector<std::vector<uint32_t>> leading(rules.size());
   for (size_t r = 0; r < rules.size(); ++r)

@@ -29,6 +29,7 @@ class GrammarBuilder {
   // Replaces a rule's alternatives.
   void set_alternatives(uint32_t rule, std::vector<Alternative> alternatives);
   const Rule& rule(uint32_t index) const { return grammar_.rules[index]; }
+  const std::vector<Rule>& rules() const { return grammar_.rules; }
   size_t num_rules() const { return grammar_.rules.size(); }
 
   Element bytes(const ByteSet& set);  // one byte in `set`
@@ -56,6 +57,9 @@ class GrammarBuilder {
  private:
   Grammar grammar_;
   std::unordered_map<std::string, uint32_t> by_name_;
+  // Per base name, the last suffix given: without it, the n-th rule made under one
+  // name would try n - 1 taken names first (quadratic in rules per name).
+  std::unordered_map<std::string, int> next_suffix_;
   std::unordered_map<std::string, uint32_t> set_index_;  // ByteSet bits -> index
 };
 

@@ -48,7 +48,7 @@ Alternative RegexLowering::lower(const RegexNode& node) {
         throw GrammarError("the pattern is over the limit of " + std::to_string(limits_.max_elements) + " elements",
                            regex_offset(node.offset));
       const uint32_t rule =
-          repetitions_.repeat(builder_, body, node.min, node.max, name_ + "_rep", regex_offset(node.offset));
+          repetitions_.repeat(builder_, body, node.min, node.max, name_ + "_rep", node.offset);
       check_budget(node.offset);
       return {GrammarBuilder::ref(rule)};
     }
@@ -59,14 +59,14 @@ Alternative RegexLowering::lower(const RegexNode& node) {
 Element RegexLowering::any_string() {
   if (!any_string_) {
     const Element one = as_element(lower_set({{0, 0x10FFFF}}, 0));
-    any_string_ = GrammarBuilder::ref(repetitions_.repeat(builder_, one, 0, -1, name_ + "_any", regex_offset(0)));
+    any_string_ = GrammarBuilder::ref(repetitions_.repeat(builder_, one, 0, -1, name_ + "_any", 0));
     check_budget(0);
   }
   return *any_string_;
 }
 
 void RegexLowering::finish() {
-  repetitions_.finish(builder_, budget_);
+  repetitions_.finish(builder_, budget_, regex_offset);
   check_budget(0);
 }
 

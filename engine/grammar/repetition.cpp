@@ -50,7 +50,7 @@ class NonEmptyPart {
   NonEmptyPart(GrammarBuilder& builder, const std::unordered_map<uint32_t, Element>& star_bodies)
       : builder_(builder),
         star_bodies_(star_bodies),
-        nullable_(nullable_rules(builder)),
+        nullable_(nullable_rules(builder.rules())),
         capable_(non_empty_capable(builder)) {}
 
   bool is_nullable(const Element& e) const {
@@ -101,44 +101,6 @@ class NonEmptyPart {
 
 }  // namespace
 
-std::vector<char> nullable_rules(const GrammarBuilder& builder) {
-  const size_t n = builder.num_rules();
-  std::vector<char> nullable(n, 0);
-  // Per alternative, how many of its elements are not yet known to match "".
-  struct Pending {
-    uint32_t rule;
-    size_t remaining;
-  };
-  std::vector<Pending> pending;
-  std::vector<std::vector<size_t>> uses(n);  // rule -> pending entries it occurs in (once per occurrence)
-  std::deque<uint32_t> queue;
-  auto mark = [&](uint32_t r) {
-    if (!nullable[r]) {
-      nullable[r] = 1;
-      queue.push_back(r);
-    }
-  };
-  for (uint32_t r = 0; r < n; ++r)
-    for (const Alternative& alternative : builder.rule(r).alternatives) {
-      bool has_bytes = false;
-      for (const Element& e : alternative) has_bytes |= e.kind == Element::Kind::bytes;
-      if (has_bytes) continue;
-      if (alternative.empty()) {
-        mark(r);
-        continue;
-      }
-      pending.push_back({r, alternative.size()});
-      for (const Element& e : alternative) uses[e.index].push_back(pending.size() - 1);
-    }
-  while (!queue.empty()) {
-    const uint32_t r = queue.front();
-    queue.pop_front();
-    for (size_t p : uses[r])
-      if (--pending[p].remaining == 0) mark(pending[p].rule);
-  }
-  return nullable;
-}
-
 void ElementBudget::sync(const GrammarBuilder& builder) {
   for (; seen_ < builder.num_rules(); ++seen_) {
     const size_t n = rule_size(builder.rule(static_cast<uint32_t>(seen_)));
@@ -162,17 +124,18 @@ size_t ElementBudget::repeat_cost(int min, int max) {
 }
 
 uint32_t Repetitions::repeat(GrammarBuilder& builder, Element element, int min, int max, std::string_view name,
-                             std::string where) {
+                             size_t offset) {
   const uint32_t rule = builder.repeat(element, min, max, name);
   if (max >= 0) return rule;  // a bounded chain cannot loop
   // GrammarBuilder::repeat ends the body with the star: X^min star.
   const Alternative& body = builder.rule(rule).alternatives.front();
   const uint32_t star = body.back().index;
-  stars_.push_back({star, element, std::move(where)});
+  stars_.push_back({star, element, offset});
   return rule;
 }
 
-void Repetitions::finish(GrammarBuilder& builder, ElementBudget& budget) {
+void Repetitions::finish(GrammarBuilder& builder, ElementBudget& budget,
+                         const std::function<std::string(size_t)>& where) {
   if (stars_.empty()) return;
   std::unordered_map<uint32_t, Element> bodies;
   for (const Star& star : stars_) bodies.emplace(star.rule, star.element);
@@ -186,7 +149,7 @@ void Repetitions::finish(GrammarBuilder& builder, ElementBudget& budget) {
     budget.recount(builder, star.rule);
     if (budget.is_over())
       throw GrammarError("the grammar is over the limit of " + std::to_string(budget.limit()) + " elements",
-                         star.where);
+                         where(star.offset));
   }
 }
 

@@ -11,6 +11,7 @@
 //    because GBNF refers to rules before defining them.
 // 2. A bound on the size of what is built (ElementBudget), so that nested bounded
 //    repetitions cannot build past GrammarLimits::max_elements before validate() sees.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,25 +47,23 @@ class ElementBudget {
 
 class Repetitions {
  public:
-  // GrammarBuilder::repeat, remembering an unbounded repetition for finish(). `where`
-  // is put on an error finish() throws about it.
+  // GrammarBuilder::repeat, remembering an unbounded repetition for finish(). `offset`
+  // is where the repetition is in the input, for an error finish() throws about it.
   uint32_t repeat(GrammarBuilder& builder, Element element, int min, int max, std::string_view name,
-                  std::string where = {});
+                  size_t offset);
 
   // Rewrites the unbounded repetitions whose body can match "" (see above). Throws
-  // GrammarError when the rewriting would take the grammar past budget's limit.
-  void finish(GrammarBuilder& builder, ElementBudget& budget);
+  // GrammarError, with where() from `where(offset)`, when the rewriting would take the
+  // grammar past budget's limit.
+  void finish(GrammarBuilder& builder, ElementBudget& budget, const std::function<std::string(size_t)>& where);
 
  private:
   struct Star {
     uint32_t rule;  // star ::= element star | ""
     Element element;
-    std::string where;
+    size_t offset;
   };
   std::vector<Star> stars_;
 };
-
-// For each rule of the builder: can it match the empty string.
-std::vector<char> nullable_rules(const GrammarBuilder& builder);
 
 }  // namespace sluice::grammar
