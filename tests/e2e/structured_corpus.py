@@ -38,7 +38,7 @@ CORPUS = {
     "tree": {"$defs": {"node": {"type": "object", "properties": {
         "value": {"type": "integer", "minimum": 0, "maximum": 9},
         "children": {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/node"}}},
-        "required": ["value", "children"], "additionalProperties": False}}, "$ref": "#/$defs/node"},
+        "required": ["value"], "additionalProperties": False}}, "$ref": "#/$defs/node"},
     "linked_list": {"definitions": {"cell": {"type": "object", "properties": {
         "head": {"type": "integer", "minimum": -50, "maximum": 50},
         "tail": {"anyOf": [{"$ref": "#/definitions/cell"}, {"type": "null"}]}},
@@ -98,6 +98,14 @@ CORPUS = {
         "mode": {"enum": ["dev", "prod"]}}, "required": ["server", "mode"], "additionalProperties": False},
     "open_object": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 99}},
                     "required": ["id"], "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9}},
+}
+
+# Recursive schemas let a sampled output nest until max_tokens: their prompts show a
+# short example, as a caller of a real extraction pipeline would.
+PROMPTS = {
+    "linked_list": 'A linked list of two numbers, as JSON: {"head": 3, "tail": {"head": 7, "tail": null}}. '
+                   'Now another one with two numbers:',
+    "tree": 'A tree of two nodes, as JSON: {"value": 1, "children": [{"value": 2}]}. Now another tree of two nodes:',
 }
 
 assert len(CORPUS) >= 30, len(CORPUS)

@@ -14,7 +14,7 @@ import pydantic
 import pytest
 
 from http_util import assert_openai_error, parse_metrics, request
-from structured_corpus import CORPUS
+from structured_corpus import CORPUS, PROMPTS
 
 SMOL = "SmolLM2-135M-Instruct.Q4_1"
 
@@ -98,7 +98,8 @@ def test_corpus_samples_validate(client):
     def sample(item):
         name, seed = item
         schema = CORPUS[name]
-        r = chat(client, f"Produce a {name.replace('_', ' ')} as JSON.", temperature=1.0, seed=seed, max_tokens=400,
+        prompt = PROMPTS.get(name, f"Produce a {name.replace('_', ' ')} as JSON.")
+        r = chat(client, prompt, temperature=1.0, seed=seed, max_tokens=400,
                  response_format={"type": "json_schema",
                                   "json_schema": {"name": name, "schema": schema, "strict": True}})
         return name, r.choices[0].finish_reason, r.choices[0].message.content
