@@ -3,8 +3,9 @@ nested objects, bounded arrays, enums, recursion through $ref, patterns, formats
 unions and integer ranges. test_structured_outputs.py samples each at temperature 1
 on SmolLM2 and validates every output with Python's `jsonschema`.
 
-String and array bounds keep the outputs short, as real extraction schemas do; a
-schema without them still terminates (the model closes strings and arrays) but slowly.
+Bounds on strings, arrays and numbers keep the outputs short, as real extraction
+schemas have them: without, a small model sampling at temperature 1 can write digits,
+or invent properties, until max_tokens (with any engine; the grammar allows it).
 """
 
 NAME = {"type": "string", "minLength": 1, "maxLength": 24}
@@ -27,7 +28,8 @@ CORPUS = {
         "required": ["number", "date", "lines", "paid"], "additionalProperties": False},
     "sentiment": {"type": "object", "properties": {
         "label": {"enum": ["positive", "negative", "neutral"]},
-        "confidence": {"type": "number"}}, "required": ["label", "confidence"], "additionalProperties": False},
+        "confidence_pct": {"type": "integer", "minimum": 0, "maximum": 100}},
+        "required": ["label", "confidence_pct"], "additionalProperties": False},
     "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]{2,10}$"}, "minItems": 1, "maxItems": 5},
     "event": {"type": "object", "properties": {
         "title": SHORT, "start": {"type": "string", "format": "date-time"},
@@ -74,8 +76,10 @@ CORPUS = {
                                                    "at": {"type": "string", "format": "time"}},
                   "required": ["day", "at"], "additionalProperties": False},
     "all_of_merge": {"allOf": [
-        {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1, "maximum": 999}}, "required": ["id"]},
-        {"type": "object", "properties": {"label": SHORT}, "required": ["label"]}]},
+        {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1, "maximum": 999}, "label": SHORT},
+         "required": ["id"], "additionalProperties": False},
+        {"required": ["label"]},
+        {"properties": {"id": {"maximum": 50}}}]},
     "enum_mixed": {"enum": ["auto", 1, 2, None, True]},
     "const_version": {"type": "object", "properties": {"version": {"const": "v1"}, "payload": SHORT},
                       "required": ["version", "payload"], "additionalProperties": False},
@@ -85,8 +89,9 @@ CORPUS = {
         "reason": SHORT}, "required": ["labels", "reason"], "additionalProperties": False},
     "rating": {"type": "integer", "minimum": 1, "maximum": 5},
     "boolean_answer": {"type": "boolean"},
-    "coordinates": {"type": "object", "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}},
-                    "required": ["lat", "lon"], "additionalProperties": False},
+    "coordinates": {"type": "object", "properties": {"lat_e4": {"type": "integer", "minimum": -900000, "maximum": 900000},
+                                                     "lon_e4": {"type": "integer", "minimum": -1800000, "maximum": 1800000}},
+                    "required": ["lat_e4", "lon_e4"], "additionalProperties": False},
     "recipe": {"type": "object", "properties": {
         "title": SHORT, "servings": {"type": "integer", "minimum": 1, "maximum": 12},
         "steps": {"type": "array", "minItems": 1, "maxItems": 3, "items": SHORT}},
@@ -96,8 +101,10 @@ CORPUS = {
                                                     "tls": {"type": "boolean"}},
                    "required": ["port", "tls"], "additionalProperties": False},
         "mode": {"enum": ["dev", "prod"]}}, "required": ["server", "mode"], "additionalProperties": False},
-    "open_object": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 99}},
-                    "required": ["id"], "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9}},
+    "scores": {"type": "object", "properties": {"math": {"type": "integer", "minimum": 0, "maximum": 20},
+                                                "art": {"type": "integer", "minimum": 0, "maximum": 20},
+                                                "music": {"type": "integer", "minimum": 0, "maximum": 20}},
+               "required": ["math"], "additionalProperties": False},
 }
 
 # Recursive schemas let a sampled output nest until max_tokens: their prompts show a

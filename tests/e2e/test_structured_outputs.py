@@ -21,7 +21,7 @@ SMOL = "SmolLM2-135M-Instruct.Q4_1"
 
 @pytest.fixture(scope="module")
 def client(smol):
-    return openai.OpenAI(base_url=f"http://127.0.0.1:{smol.port}/v1", api_key="unused", max_retries=0, timeout=120)
+    return openai.OpenAI(base_url=f"http://127.0.0.1:{smol.port}/v1", api_key="unused", max_retries=0, timeout=600)
 
 
 def chat(client, content, **kwargs):
@@ -109,7 +109,11 @@ def test_corpus_samples_validate(client):
         results = list(pool.map(sample, jobs))
     for name, reason, text in results:
         assert reason == "stop", (name, text)
-        jsonschema.validate(json.loads(text), CORPUS[name])
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise AssertionError(f"{name}: {e}: {text!r}") from e
+        jsonschema.validate(value, CORPUS[name])
     assert len({text for _, _, text in results}) > len(CORPUS)
 
 
@@ -138,7 +142,7 @@ def test_max_tokens_cuts_a_constrained_output_with_length(client):
     ({"guided_grammar": "root ::= undefined-rule"}, "guided_grammar", "undefined-rule"),
     ({"guided_regex": "(ab"}, "guided_regex", "offset"),
     ({"guided_regex": "(a)\\1"}, "guided_regex", "offset"),
-    ({"guided_regex": "a", "guided_choice": ["b"]}, "guided_choice", "guided_regex"),
+    ({"guided_regex": "a", "guided_choice": ["b"]}, "guided_regex", "guided_choice"),  # the second in key order
     ({"response_format": {"type": "json_schema", "json_schema": {
         "name": "x", "strict": True, "schema": {"type": "integer", "multipleOf": 7}}}}, "response_format", "multipleOf"),
 ])
@@ -151,7 +155,8 @@ def test_bad_constraints_are_refused_with_their_param(smol, body, param, words):
 
 
 def test_metrics_count_requests_and_cache_hits(smol):
-    schema = {"type": "object", "properties": {"k": {"enum": ["metrics-test"]}}, "required": ["k"]}
+    schema = {"type": "object", "properties": {"k": {"enum": ["metrics-test"]}}, "required": ["k"],
+              "additionalProperties": False}
     body = {"model": SMOL, "messages": [{"role": "user", "content": "x"}], "max_tokens": 20, "temperature": 0,
             "response_format": {"type": "json_schema", "json_schema": {"name": "m", "schema": schema}}}
 
