@@ -13,16 +13,48 @@
 
 namespace sluice::proto {
 
+// A call an assistant message made (a round-tripped response).
+struct ChatToolCall {
+  std::string id;         // may be empty (some clients drop it); then no tool message can answer it
+  std::string name;       // function.name
+  std::string arguments;  // function.arguments: a JSON string as sent (normally a JSON object's text)
+};
+
 struct ChatMessage {
-  std::string role;     // "system" | "user" | "assistant" ("developer" arrives as "system")
+  // "system" | "user" | "assistant" | "tool" ("developer" arrives as "system"; the
+  // legacy "function" role arrives as "tool" with `name` set and no tool_call_id).
+  std::string role;
   std::string content;  // a string, or the text parts joined with "\n" (as vLLM does)
+  bool content_null = false;  // assistant content null or absent (the template sees none)
   std::optional<std::string> name;
+  std::vector<ChatToolCall> tool_calls;    // assistant: tool_calls (or the legacy function_call)
+  std::optional<std::string> tool_call_id; // tool: the call it answers
+  std::optional<std::string> reasoning;    // assistant: reasoning_content / reasoning sent back
+};
+
+// One function the model may call (tools[i] with type "function", or the legacy functions[i]).
+struct ChatTool {
+  std::string name;  // [A-Za-z0-9_-]{1,64}, plus '.' and ':' (MCP-style names); unique in a request
+  std::optional<std::string> description;
+  nlohmann::json parameters;   // a JSON Schema object; null when absent (no parameters)
+  std::optional<bool> strict;  // as sent
+  std::string param;           // where it came from, for errors: "tools[2]" or "functions[2]"
+};
+
+struct ToolChoice {
+  enum class Mode { none, auto_, required, function };
+  Mode mode = Mode::auto_;  // OpenAI: auto when tools are given, none when not
+  std::string function;     // Mode::function: its name (one of the tools)
 };
 
 struct ChatRequest : GenerationOptions {
   std::vector<ChatMessage> messages;  // at least one
   // vLLM: extra variables for the chat template (an object; empty when absent).
   nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  std::vector<ChatTool> tools;        // tools, or the legacy functions (never both)
+  ToolChoice tool_choice;             // tool_choice, or the legacy function_call; none without tools
+  bool parallel_tool_calls = true;
+  bool include_reasoning = true;      // vLLM: false drops the reasoning from the response
   // sampling.max_tokens: max_completion_tokens, else max_tokens, else empty (up to the
   // context). sampling.logprobs: top_logprobs (0..20, default 0) when logprobs is
   // true, else empty.
