@@ -29,6 +29,13 @@ struct ModelConfig {
   // Speech models: voice name a request may use -> checkpoint speaker, over the
   // built-in OpenAI voice table (server/services/speech_voices.h). Names are lower-case.
   std::map<std::string, std::string> voices;
+  // Chat: a Jinja file used instead of the model file's chat template (vLLM's
+  // --chat-template); "" keeps the model's.
+  std::string chat_template;
+  // How tool calls and reasoning are read from the output: auto (from the chat
+  // template) | hermes | llama3_json | none, and auto | qwen3 | deepseek_r1 | none.
+  std::string tool_call_parser = "auto";
+  std::string reasoning_parser = "auto";
 };
 
 struct Config {
@@ -51,6 +58,8 @@ struct Config {
   double shutdown_grace_s = 30;  // SIGTERM: in-flight requests get this long to finish
   bool strict_request_fields = false;  // unknown body fields: 400 instead of ignored
   bool allow_priority = false;         // honour "priority"; off: any client could jump the queue
+  // tool_choice "none": leave the tools out of the prompt too (OpenAI keeps them in it).
+  bool exclude_tools_when_tool_choice_none = false;
   int tokenizer_threads = 0;           // threads that tokenize and render templates; 0: half the cores, 2..8
   int tokenizer_queue_size = 64;       // requests tokenizing or waiting to; more get 429
   // Log-probability entries one response may hold (choices x tokens x (1 + logprobs)).

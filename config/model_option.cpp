@@ -50,6 +50,16 @@ void finish(std::vector<ModelConfig>& models, std::string_view origin) {
     if (model.quantize != "none" && model.quantize != "q8_0" && model.quantize != "q4_0") {
       fail(entry_key(i, "quantize"), "must be one of none, q8_0, q4_0, got " + quote(model.quantize), origin);
     }
+    if (model.tool_call_parser != "auto" && model.tool_call_parser != "hermes" &&
+        model.tool_call_parser != "llama3_json" && model.tool_call_parser != "none") {
+      fail(entry_key(i, "tool_call_parser"),
+           "must be one of auto, hermes, llama3_json, none, got " + quote(model.tool_call_parser), origin);
+    }
+    if (model.reasoning_parser != "auto" && model.reasoning_parser != "qwen3" &&
+        model.reasoning_parser != "deepseek_r1" && model.reasoning_parser != "none") {
+      fail(entry_key(i, "reasoning_parser"),
+           "must be one of auto, qwen3, deepseek_r1, none, got " + quote(model.reasoning_parser), origin);
+    }
     if (model.context_length < 0) {
       fail(entry_key(i, "context_length"),
            "must be >= 0 (0: the model's own), got " + std::to_string(model.context_length),
@@ -109,8 +119,9 @@ std::map<std::string, std::string> parse_voices(const json& value, const std::st
 }
 
 const std::vector<std::string>& entry_fields() {
-  static const std::vector<std::string> fields = {"path",     "name",       "backend", "context_length",
-                                                  "quantize", "generation", "voices"};
+  static const std::vector<std::string> fields = {
+      "path",   "name",          "backend",          "context_length",  "quantize",
+      "generation", "voices", "chat_template", "tool_call_parser", "reasoning_parser"};
   return fields;
 }
 
@@ -143,6 +154,9 @@ ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_v
                           : field == "name"    ? &model.name
                           : field == "backend" ? &model.backend
                           : field == "quantize" ? &model.quantize
+                          : field == "chat_template" ? &model.chat_template
+                          : field == "tool_call_parser" ? &model.tool_call_parser
+                          : field == "reasoning_parser" ? &model.reasoning_parser
                                                : nullptr;
     if (target == nullptr) fail(key, "unknown key" + suggestion(field, entry_fields()), origin);
     if (!value.is_string()) fail_type(key, "a string", value, origin);
@@ -204,7 +218,10 @@ OptionSpec models_option() {
       out += model.name + "=" + model.path + " (backend " + model.backend + ", context_length " +
              (model.context_length == 0 ? "from model" : std::to_string(model.context_length)) +
              (model.quantize == "none" ? "" : ", quantize " + model.quantize) +
-             (model.voices.empty() ? "" : ", " + std::to_string(model.voices.size()) + " voice(s) mapped") + ")";
+             (model.voices.empty() ? "" : ", " + std::to_string(model.voices.size()) + " voice(s) mapped") +
+             (model.chat_template.empty() ? "" : ", chat_template " + model.chat_template) +
+             (model.tool_call_parser == "auto" ? "" : ", tool_call_parser " + model.tool_call_parser) +
+             (model.reasoning_parser == "auto" ? "" : ", reasoning_parser " + model.reasoning_parser) + ")";
     }
     return out;
   };

@@ -143,6 +143,7 @@ class Engine {
   ActiveRequest* find(const SequencePtr& seq);
   grammar::Matcher* matcher_of(const SequencePtr& seq);  // the choice's grammar matcher, or null
   void fail_grammar(ActiveRequest& request, ChoiceState& choice, const std::string& what);
+  void start_lazy_grammar(ChoiceState& choice, int32_t token);
   bool has_grammar(const ScheduledStep& step);
 
   Model& model_;

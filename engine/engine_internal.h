@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "engine/grammar/matcher.h"
+#include "engine/grammar_trigger.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/detokenizer.h"
 
@@ -23,10 +24,15 @@ struct Engine::ChoiceState {
                          .min_tokens = request.params.min_tokens,
                          .include_stop_str = request.include_stop_str_in_output}) {
     if (request.grammar) matcher.emplace(request.grammar);
+    if (request.grammar && request.grammar_trigger) trigger.emplace(*request.grammar_trigger);
   }
+
+  // The grammar masks this choice's next token (a lazy one only once triggered).
+  bool is_constrained() const { return matcher && !trigger; }
 
   SequencePtr seq;
   std::optional<grammar::Matcher> matcher;  // structured output: this choice's place in the grammar
+  std::optional<TriggerWatch> trigger;      // a lazy grammar not started yet
   tokenizer::IncrementalDetokenizer detokenizer;
   StopChecker stop;
   bool finished = false;

@@ -74,7 +74,7 @@ grammar::Matcher* Engine::matcher_of(const SequencePtr& seq) {
   ActiveRequest* request = find(seq);
   if (request == nullptr) return nullptr;
   ChoiceState& choice = *request->choices[static_cast<size_t>(seq->choice_index())];
-  return choice.matcher ? &*choice.matcher : nullptr;
+  return choice.is_constrained() ? &*choice.matcher : nullptr;
 }
 
 // A step with a constrained row samples on the host: the masks are host-side.
@@ -235,6 +235,21 @@ void Engine::fail_grammar(ActiveRequest& request, ChoiceState& choice, const std
   finish_choice(request, choice, FinishReason::error, "structured output: " + what);
 }
 
+// A lazy grammar (tool_choice auto) starts where its trigger appears: the grammar
+// takes the output from the trigger's first byte, and masks every token after. Output
+// the grammar cannot take from there (a trigger inside a token that goes on with
+// something else) leaves the choice unconstrained: free text stays free.
+void Engine::start_lazy_grammar(ChoiceState& choice, int32_t token) {
+  std::optional<std::string> started = choice.trigger->push(tokenizer_.token_to_piece(token));
+  if (!started) return;
+  choice.trigger.reset();
+  if (!choice.matcher->accept_bytes(*started)) {
+    spdlog::debug("engine {}: a lazy grammar's trigger was followed by text it refuses; unconstrained",
+                  config_.model_name);
+    choice.matcher.reset();
+  }
+}
+
 void Engine::postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
                          Clock::time_point now) {
   Sequence& seq = *choice.seq;
@@ -253,13 +268,15 @@ void Engine::postprocess(ActiveRequest& request, ChoiceState& choice, const Samp
   // complete and EOS is banned by ignore_eos or min_tokens): the output is whole, stop
   // without it.
   bool accepted = true;
-  if (choice.matcher) {
-    try {
+  try {
+    if (choice.is_constrained()) {
       accepted = choice.matcher->accept_token(sample.token);
-    } catch (const grammar::GrammarError& e) {
-      fail_grammar(request, choice, e.what());
-      return;
+    } else if (choice.trigger) {
+      start_lazy_grammar(choice, sample.token);
     }
+  } catch (const grammar::GrammarError& e) {
+    fail_grammar(request, choice, e.what());
+    return;
   }
   if (!accepted) {
     ChoiceDelta& delta = pending_delta(request, choice);
@@ -282,7 +299,7 @@ void Engine::postprocess(ActiveRequest& request, ChoiceState& choice, const Samp
     finish_choice(request, choice, FinishReason::stop, {}, result.matched_stop);
     return;
   }
-  if (choice.matcher && choice.matcher->is_finished() && !seq.is_finished()) {  // EOS, even with ignore_eos
+  if (choice.is_constrained() && choice.matcher->is_finished() && !seq.is_finished()) {  // EOS, even with ignore_eos
     delta.text += choice.stop.finish(choice.detokenizer.flush()).text;
     scheduler_->finish(choice.seq, FinishReason::stop);
     finish_choice(request, choice, FinishReason::stop);

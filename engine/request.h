@@ -25,6 +25,17 @@ inline constexpr int32_t kMaxChoices = 16;      // n: choices per prompt
 inline constexpr size_t kMaxLogitBias = 300;    // logit_bias entries (OpenAI's limit)
 inline constexpr size_t kMaxStopTokenIds = 64;  // stop_token_ids (vLLM sets none; a bound)
 
+// Where a lazy grammar starts: the first occurrence of one of `anywhere` in the
+// output, or `at_start` as the output's first non-whitespace text. Nothing inside
+// reasoning (quiet_open ... quiet_close; from the start when starts_quiet) starts it.
+struct GrammarTrigger {
+  std::vector<std::string> anywhere;
+  std::string at_start;
+  std::string quiet_open;
+  std::string quiet_close;
+  bool starts_quiet = false;
+};
+
 struct GenerationRequest {
   std::string request_id;              // unique among the requests in flight
   std::vector<int32_t> prompt_tokens;  // already tokenized (chat template applied)
@@ -48,6 +59,10 @@ struct GenerationRequest {
   // Structured output: every choice's tokens are masked to what this grammar allows
   // (one matcher per choice). Null: unconstrained.
   std::shared_ptr<grammar::CompiledGrammar> grammar;
+  // A lazy grammar (tool_choice auto): free text until the output starts a call, then
+  // the grammar from the trigger's first byte on. Absent: the grammar applies from
+  // the first token.
+  std::optional<GrammarTrigger> grammar_trigger;
 };
 
 // The chosen token's log-probability and, when asked, the top alternatives (raw model

@@ -92,6 +92,7 @@ OJson chat_chunk(const ResponseHeader& header, int32_t index, OJson delta, OJson
 
 std::string new_completion_id() { return "cmpl-" + random_hex32(); }
 std::string new_chat_completion_id() { return "chatcmpl-" + random_hex32(); }
+std::string new_tool_call_id() { return "call_" + random_hex32().substr(0, 24); }
 
 int64_t unix_now() {
   using namespace std::chrono;
@@ -123,6 +124,34 @@ OJson usage_object(const Usage& usage) {
           {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
 }
+
+namespace {
+
+OJson usage_with_details(const Usage& usage) {
+  OJson out = usage_object(usage);
+  if (usage.reasoning_tokens) out["completion_tokens_details"] = {{"reasoning_tokens", *usage.reasoning_tokens}};
+  return out;
+}
+
+OJson chat_message(const ChatChoice& c) {
+  OJson message = {{"role", "assistant"}, {"content", c.content_null ? OJson(nullptr) : OJson(c.content)}};
+  if (c.reasoning) {
+    message["reasoning_content"] = *c.reasoning;
+    message["reasoning"] = *c.reasoning;
+  }
+  if (!c.tool_calls.empty()) {
+    OJson calls = OJson::array();
+    for (const ToolCallOut& call : c.tool_calls) {
+      calls.push_back({{"id", call.id},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    message["tool_calls"] = std::move(calls);
+  }
+  return message;
+}
+
+}  // namespace
 
 OJson completion_logprobs(const std::vector<TokenLogprob>& entries, int64_t text_offset) {
   OJson tokens = OJson::array(), token_logprobs = OJson::array(), top = OJson::array(),
@@ -197,12 +226,12 @@ OJson chat_completion_object(const ResponseHeader& header, const std::vector<Cha
   OJson list = OJson::array();
   for (const auto& c : choices) {
     list.push_back({{"index", c.index},
-                    {"message", {{"role", "assistant"}, {"content", c.content}}},
+                    {"message", chat_message(c)},
                     {"logprobs", c.logprobs ? chat_logprobs(*c.logprobs) : OJson(nullptr)},
                     {"finish_reason", finish_or_null(c.finish_reason)}});
   }
   out["choices"] = std::move(list);
-  out["usage"] = usage_object(usage);
+  out["usage"] = usage_with_details(usage);
   return out;
 }
 
@@ -216,6 +245,27 @@ OJson chat_content_chunk(const ResponseHeader& header, int32_t index, const std:
                     nullptr, include_usage);
 }
 
+OJson chat_delta_chunk(const ResponseHeader& header, int32_t index, OJson delta,
+                       const std::vector<TokenLogprob>* logprobs, bool include_usage) {
+  return chat_chunk(header, index, std::move(delta), logprobs ? chat_logprobs(*logprobs) : OJson(nullptr), nullptr,
+                    include_usage);
+}
+
+OJson reasoning_delta(const std::string& text) { return {{"reasoning_content", text}, {"reasoning", text}}; }
+
+OJson tool_call_begin_delta(int32_t call_index, const std::string& id, const std::string& name) {
+  OJson call = {{"index", call_index},
+                {"id", id},
+                {"type", "function"},
+                {"function", {{"name", name}, {"arguments", ""}}}};
+  return {{"tool_calls", OJson::array({std::move(call)})}};
+}
+
+OJson tool_call_arguments_delta(int32_t call_index, const std::string& arguments) {
+  OJson call = {{"index", call_index}, {"function", {{"arguments", arguments}}}};
+  return {{"tool_calls", OJson::array({std::move(call)})}};
+}
+
 OJson chat_finish_chunk(const ResponseHeader& header, int32_t index, const std::string& finish_reason,
                         bool include_usage) {
   return chat_chunk(header, index, OJson::object(), nullptr, finish_reason, include_usage);
@@ -224,7 +274,7 @@ OJson chat_finish_chunk(const ResponseHeader& header, int32_t index, const std::
 OJson chat_usage_chunk(const ResponseHeader& header, const Usage& usage) {
   OJson out = header_fields(header, "chat.completion.chunk");
   out["choices"] = OJson::array();
-  out["usage"] = usage_object(usage);
+  out["usage"] = usage_with_details(usage);
   return out;
 }
 

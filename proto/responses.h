@@ -18,6 +18,9 @@ struct Usage {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   int32_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+  // Chat with a reasoning model: completion tokens spent thinking
+  // (completion_tokens_details.reasoning_tokens); empty: the field is left out.
+  std::optional<int32_t> reasoning_tokens;
 };
 
 struct TopLogprob {
@@ -48,15 +51,26 @@ struct CompletionChoice {
   std::optional<std::string> finish_reason;  // "stop" | "length" | ...; empty: null
 };
 
+// A call the model made, as the response reports it.
+struct ToolCallOut {
+  std::string id;  // "call_" + 24 hex digits
+  std::string name;
+  std::string arguments;  // JSON text as the model wrote it
+};
+
 struct ChatChoice {
   int32_t index = 0;
   std::string content;
   std::optional<std::vector<TokenLogprob>> logprobs;  // empty: "logprobs": null
   std::optional<std::string> finish_reason;
+  bool content_null = false;             // "content": null (a reply that is only tool calls)
+  std::optional<std::string> reasoning;  // reasoning models: reasoning_content and reasoning
+  std::vector<ToolCallOut> tool_calls;   // left out when empty
 };
 
 std::string new_completion_id();       // "cmpl-" + 32 hex digits
 std::string new_chat_completion_id();  // "chatcmpl-" + 32 hex digits
+std::string new_tool_call_id();        // "call_" + 24 hex digits
 int64_t unix_now();
 
 // A token piece as JSON text: itself when valid UTF-8, else vLLM's "bytes:\xe2\x80"
@@ -93,6 +107,15 @@ nlohmann::ordered_json chat_content_chunk(const ResponseHeader& header, int32_t 
                                           const std::string& content,
                                           const std::vector<TokenLogprob>* logprobs,
                                           bool include_usage);
+// A chunk with any delta object (reasoning, tool-call pieces; see the *_delta below).
+nlohmann::ordered_json chat_delta_chunk(const ResponseHeader& header, int32_t index, nlohmann::ordered_json delta,
+                                        const std::vector<TokenLogprob>* logprobs, bool include_usage);
+// {"reasoning_content": text, "reasoning": text} (vLLM's old and current names).
+nlohmann::ordered_json reasoning_delta(const std::string& text);
+// A call's first delta: index, id, type, the name and "arguments": "".
+nlohmann::ordered_json tool_call_begin_delta(int32_t call_index, const std::string& id, const std::string& name);
+// More of a call's arguments.
+nlohmann::ordered_json tool_call_arguments_delta(int32_t call_index, const std::string& arguments);
 nlohmann::ordered_json chat_finish_chunk(const ResponseHeader& header, int32_t index,
                                          const std::string& finish_reason, bool include_usage);
 nlohmann::ordered_json chat_usage_chunk(const ResponseHeader& header, const Usage& usage);

@@ -60,7 +60,12 @@ size_t GrammarCache::size() const {
 }
 
 GrammarCache::Lookup GrammarCache::get(const GrammarSpec& spec) {
-  const std::string key = spec.cache_key();
+  return get(spec.cache_key(), [&spec](const std::shared_ptr<const TokenTable>& tokens, const GrammarLimits& limits) {
+    return compile_spec(spec, tokens, limits);
+  });
+}
+
+GrammarCache::Lookup GrammarCache::get(const std::string& key, const Compile& compile) {
   {
     std::lock_guard lock(mutex_);
     if (auto it = index_.find(key); it != index_.end()) {
@@ -69,7 +74,7 @@ GrammarCache::Lookup GrammarCache::get(const GrammarSpec& spec) {
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  CompiledSpec compiled = compile_spec(spec, tokens_, limits_);
+  CompiledSpec compiled = compile(tokens_, limits_);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard lock(mutex_);
   if (auto it = index_.find(key); it != index_.end()) {  // another thread was first

@@ -3,6 +3,7 @@
 // from response_format, structured_outputs, guided_* or grammar / json_schema), and
 // its compilation for one model's vocabulary, cached.
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,9 @@ class GrammarCache {
   };
   // Throws GrammarError (nothing is cached then).
   Lookup get(const GrammarSpec& spec);
+  // Any other grammar (tool calls): `key` must name every input of `compile`.
+  using Compile = std::function<CompiledSpec(const std::shared_ptr<const TokenTable>&, const GrammarLimits&)>;
+  Lookup get(const std::string& key, const Compile& compile);
 
   const TokenTable& tokens() const { return *tokens_; }
   size_t size() const;

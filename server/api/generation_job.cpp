@@ -41,6 +41,7 @@ std::string GenerationJob::fold_delta(size_t part, engine::ChoiceDelta& delta, b
   for (const auto& entry : delta.logprobs) tally.cumulative_logprob += entry.logprob;
   tally.text += delta.text;
   tally.num_tokens += static_cast<int64_t>(delta.token_ids.size());
+  format_->text_folded(*this, index, delta.text, static_cast<int64_t>(delta.token_ids.size()));
   std::vector<proto::TokenLogprob> logprobs;
   if (settings_.want_logprobs) logprobs = to_wire(delta.logprobs);
   if (!streaming) {

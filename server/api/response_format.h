@@ -34,6 +34,10 @@ class ResponseFormat {
                                     std::vector<proto::TokenLogprob> /*entries*/, bool /*streaming*/) {
     return {};
   }
+  // Every delta of choice `index`, streaming or not, before delta_event: its text
+  // and how many tokens made it (a format that parses the text keeps its state here).
+  virtual void text_folded(GenerationJob& /*job*/, int32_t /*index*/, const std::string& /*text*/,
+                           int64_t /*num_tokens*/) {}
   // New text (and, when the client asked, its tokens' logprobs) of choice `index`;
   // never both empty. The job counts the text as sent afterwards.
   virtual std::string delta_event(GenerationJob& job, int32_t index, const std::string& text,

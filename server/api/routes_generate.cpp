@@ -14,10 +14,13 @@
 
 #include "engine/chat/jinja/template_error.h"
 #include "proto/chat.h"
+#include "proto/chat_render.h"
+#include "proto/template_kwargs.h"
 #include "proto/completions.h"
 #include "proto/errors.h"
 #include "proto/responses.h"
 #include "server/api/chat_format.h"
+#include "server/api/chat_tools.h"
 #include "server/api/completions_format.h"
 #include "server/api/generation_job.h"
 #include "server/api/response_budget.h"
@@ -59,7 +62,8 @@ void cancel_all(GenerationJob& job, ModelService& model) {
 std::optional<proto::ApiError> submit(GenerationJob& job, ModelService& model, const proto::GenerationOptions& options,
                                       std::vector<PreparedPrompt> prompts, const ResponseShape& shape,
                                       uint64_t client_id, const config::Config& config,
-                                      const std::shared_ptr<grammar::CompiledGrammar>& grammar) {
+                                      const std::shared_ptr<grammar::CompiledGrammar>& grammar,
+                                      const std::optional<engine::GrammarTrigger>& trigger) {
   const auto now = engine::Clock::now();
   auto after = [&](double seconds) {
     return now + std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double>(seconds));
@@ -86,6 +90,7 @@ std::optional<proto::ApiError> submit(GenerationJob& job, ModelService& model, c
     request.group_id = id;  // its prompts share one turn in the queue
     request.client_id = client_id;
     request.grammar = grammar;
+    if (grammar) request.grammar_trigger = trigger;
     requests.push_back(std::move(request));
   }
   if (auto error = check_response_logprobs(requests, shape, model.engine().max_model_len(),
@@ -182,14 +187,29 @@ asio::awaitable<std::optional<std::shared_ptr<grammar::CompiledGrammar>>> compil
   co_return std::move(spec.grammar);
 }
 
-// Everything after parsing, shared by both APIs.
+// A chat request's tool-call grammar, compiled before generation (see chat_tools.h).
+struct ToolConstraint {
+  std::shared_ptr<grammar::CompiledGrammar> grammar;
+  std::optional<engine::GrammarTrigger> trigger;  // tool_choice auto: where it starts
+};
+
+// Everything after parsing, shared by both APIs. `tools`: a chat request's tool-call
+// grammar, which replaces the request's own constraint (they never come together).
 asio::awaitable<void> generate(Exchange& ex, ModelService& model, GenerationJob& job,
                                const proto::GenerationOptions& options, std::vector<PreparedPrompt> prompts,
-                               const ResponseShape& shape, const config::Config& config, PrepPool& prep) {
+                               const ResponseShape& shape, const config::Config& config, PrepPool& prep,
+                               const ToolConstraint* tools = nullptr) {
   const uint64_t client_id = client_identity(ex.request, config);
-  auto grammar = co_await compile_constraint(ex, model, options, prep);
-  if (!grammar) co_return;
-  if (auto error = submit(job, model, options, std::move(prompts), shape, client_id, config, *grammar)) {
+  std::optional<std::shared_ptr<grammar::CompiledGrammar>> grammar;
+  std::optional<engine::GrammarTrigger> trigger;
+  if (tools != nullptr && tools->grammar) {
+    grammar = tools->grammar;
+    trigger = tools->trigger;
+  } else {
+    grammar = co_await compile_constraint(ex, model, options, prep);
+    if (!grammar) co_return;
+  }
+  if (auto error = submit(job, model, options, std::move(prompts), shape, client_id, config, *grammar, trigger)) {
     set_error(ex.response, *error);
     co_return;
   }
@@ -340,6 +360,53 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
   co_await generate(ex, *model, job, request, std::move(prompts), shape, config, prep);
 }
 
+// tool_choice required, a named function or auto: the grammar of the allowed calls,
+// compiled on the tokenizer pool. On a refusal the response is set and nothing is
+// returned.
+asio::awaitable<std::optional<ToolConstraint>> compile_tool_constraint(Exchange& ex, ModelService& model,
+                                                                       const proto::ChatRequest& request,
+                                                                       const ChatToolPlan& plan,
+                                                                       const proto::OrderedTools& ordered,
+                                                                       PrepPool& prep) {
+  ToolConstraint constraint;
+  if (plan.constrained_functions.empty()) co_return constraint;
+  std::vector<grammar::ToolFunctionSchema> functions;
+  for (size_t i : plan.constrained_functions) {
+    const proto::ChatTool& tool = request.tools[i];
+    functions.push_back({tool.name, i < ordered.parameters.size() ? ordered.parameters[i] : std::string(),
+                         tool.strict.value_or(false)});
+  }
+  using Compiled = std::variant<grammar::CompiledSpec, proto::ApiError>;
+  auto compiled = co_await prep.run([&]() -> Compiled {
+    try {
+      return model.compile_tool_calls(functions, plan.grammar);
+    } catch (const grammar::ToolSchemaError& e) {
+      const proto::ChatTool& tool = request.tools[plan.constrained_functions.at(e.function_index())];
+      const std::string param = tool.param + (tool.param.starts_with("functions") ? ".parameters" : ".function.parameters");
+      return proto::invalid_request("Invalid '" + param + "': " + e.what(), param);
+    } catch (const grammar::GrammarError& e) {
+      return proto::invalid_request(std::string("The tools cannot be enforced: ") + e.what(), "tools");
+    }
+  });
+  if (!compiled) {
+    set_error(ex.response, prep_pool_full(prep));
+    co_return std::nullopt;
+  }
+  if (auto* error = std::get_if<proto::ApiError>(&*compiled)) {
+    set_error(ex.response, *error);
+    co_return std::nullopt;
+  }
+  grammar::CompiledSpec& spec = std::get<grammar::CompiledSpec>(*compiled);
+  if (!spec.unenforced.empty()) {
+    std::string names;
+    for (const std::string& item : spec.unenforced) names += (names.empty() ? "" : "; ") + item;
+    ex.response.set("x-sluice-unenforced-constraints", names);
+  }
+  constraint.grammar = std::move(spec.grammar);
+  if (plan.lazy) constraint.trigger = grammar_trigger(plan, model.chat_syntax());
+  co_return constraint;
+}
+
 asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, const config::Config& config,
                                   PrepPool& prep) {
   auto parsed = co_await parse_body<proto::ChatRequest>(
@@ -356,6 +423,12 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
                                                   "model"));
     co_return;
   }
+  auto planned = plan_chat_tools(request, request.model, model->chat_syntax(), config);
+  if (auto* error = std::get_if<proto::ApiError>(&planned)) {
+    set_error(ex.response, *error);
+    co_return;
+  }
+  ChatToolPlan& plan = std::get<ChatToolPlan>(planned);
   size_t num_content_bytes = 0;  // the rendered prompt holds at least the contents
   for (const proto::ChatMessage& message : request.messages) num_content_bytes += message.content.size();
   const int64_t min_tokens = model->token_bound().min_tokens_of_bytes(num_content_bytes);
@@ -363,11 +436,16 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
     set_error(ex.response, *error);
     co_return;
   }
+  proto::OrderedTools ordered;
   std::optional<std::vector<int32_t>> tokens;
   try {
     tokens = co_await prep.run([&] {
-      const std::string text =
-          model->render_chat(request.messages, /*add_generation_prompt=*/true, request.chat_template_kwargs);
+      if (!request.tools.empty()) ordered = proto::read_tools_in_order(ex.request.body(), request);
+      std::optional<chat::Value> tools;
+      if (plan.render_tools) tools = proto::template_value(ordered.for_template);
+      const std::string text = model->render_chat(request.messages, /*add_generation_prompt=*/true,
+                                                  request.chat_template_kwargs, tools ? &*tools : nullptr);
+      start_from_prompt(plan, text);
       // The template writes the special tokens itself (vLLM's default: no BOS added).
       return model->tokenizer().encode(text, request.add_special_tokens.value_or(false),
                                            /*parse_special=*/true);
@@ -381,6 +459,8 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
     set_error(ex.response, prep_pool_full(prep));
     co_return;
   }
+  auto tool_constraint = co_await compile_tool_constraint(ex, *model, request, plan, ordered, prep);
+  if (!tool_constraint) co_return;
   std::vector<PreparedPrompt> prompts(1);
   prompts[0].tokens = std::move(*tokens);
   const bool want_logprobs = request.sampling.logprobs.has_value();
@@ -388,10 +468,10 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
                        .want_logprobs = want_logprobs,
                        .include_usage = request.include_usage,
                        .continuous_usage = request.continuous_usage_stats};
-  GenerationJob job(std::move(settings), std::make_unique<ChatFormat>(), token_piece(*model));
+  GenerationJob job(std::move(settings), std::make_unique<ChatFormat>(plan.output), token_piece(*model));
   const ResponseShape shape{.chat = true, .streaming = request.stream, .want_logprobs = want_logprobs,
                             .num_returned = request.sampling.n};
-  co_await generate(ex, *model, job, request, std::move(prompts), shape, config, prep);
+  co_await generate(ex, *model, job, request, std::move(prompts), shape, config, prep, &*tool_constraint);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "backends/backend_factory.h"
@@ -18,10 +20,19 @@ std::optional<std::string> special_text(const tokenizer::Tokenizer& tok, int32_t
   return tok.token_text(id);
 }
 
+std::string read_template_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot read the chat template file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) throw std::runtime_error(path + ": the chat template file is empty");
+  return text.str();
+}
+
 }  // namespace
 
 PreparedModel prepare_model(const server::LoadedModel& loaded, const std::string& backend_spec,
-                            int compute_threads) {
+                            int compute_threads, const std::string& chat_template_file) {
   const engine::ModelInfo& info = loaded.info;
   const std::filesystem::path path(info.path);
   PreparedModel out;
@@ -40,13 +51,20 @@ PreparedModel prepare_model(const server::LoadedModel& loaded, const std::string
   const tokenizer::Tokenizer& tok = *out.tokenizer;
   out.render_options.bos_token = special_text(tok, tok.bos_id());
   out.render_options.eos_token = special_text(tok, tok.eos_id());
-  if (!tok.chat_template().empty()) {
+  std::string source = tok.chat_template();
+  std::string where = info.path;
+  if (!chat_template_file.empty()) {
+    source = read_template_file(chat_template_file);
+    where = chat_template_file;
+    spdlog::info("model {}: chat template from {}", info.id, chat_template_file);
+  }
+  if (!source.empty()) {
     try {
-      auto compiled = chat::ChatTemplate::compile(tok.chat_template());
+      auto compiled = chat::ChatTemplate::compile(std::move(source));
       compiled.validate(out.render_options);
       out.chat_template = std::move(compiled);
     } catch (const std::exception& e) {
-      throw std::runtime_error(info.path + ": the chat template cannot be rendered: " + e.what());
+      throw std::runtime_error(where + ": the chat template cannot be rendered: " + e.what());
     }
   } else {
     spdlog::warn("model {}: no chat template, so /v1/chat/completions refuses it", info.id);

@@ -29,7 +29,8 @@ struct PreparedModel {
 
 // `backend_spec` as resolve_backend() takes it ("cpu", "cuda:0", ...). Throws
 // std::exception naming the file and what is wrong.
+// `chat_template_file`: a Jinja file that replaces the model's own template ("": none).
 PreparedModel prepare_model(const server::LoadedModel& loaded, const std::string& backend_spec,
-                            int compute_threads);
+                            int compute_threads, const std::string& chat_template_file = {});
 
 }  // namespace sluice::server

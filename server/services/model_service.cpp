@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "engine/grammar_tokens.h"
+#include "engine/grammar/tool_grammar.h"
+#include "proto/chat_render.h"
 #include "proto/template_kwargs.h"
 #include "server/services/model_prepare.h"
 
@@ -58,6 +60,14 @@ engine::GenerationDefaults to_defaults(const config::GenerationConfig& g) {
 
 // Lowest to highest: sluice's cap for unbounded requests, the model file, the
 // daemon's generation_config, the model entry's generation.
+// What the template shows, with the config's tool_call_parser / reasoning_parser over it.
+chat::TemplateTraits model_chat_syntax(std::string_view template_source, const config::ModelConfig& entry) {
+  chat::TemplateTraits traits = chat::template_traits(template_source);
+  if (entry.tool_call_parser != "auto") traits.tool_calls = *chat::tool_call_syntax_named(entry.tool_call_parser);
+  if (entry.reasoning_parser != "auto") traits.reasoning = *chat::reasoning_syntax_named(entry.reasoning_parser);
+  return traits;
+}
+
 engine::GenerationDefaults resolve_generation_defaults(const engine::GenerationDefaults& file,
                                                        const config::Config& config,
                                                        const config::ModelConfig& entry) {
@@ -79,12 +89,19 @@ std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& load
   std::unique_ptr<ModelService> service(new ModelService());
   service->id_ = info.id;
 
-  PreparedModel prepared = prepare_model(loaded, info.backend, config.compute_threads);
+  PreparedModel prepared = prepare_model(loaded, info.backend, config.compute_threads, entry.chat_template);
   service->backend_ = std::move(prepared.backend);
   service->model_ = std::move(prepared.model);
   service->tokenizer_ = std::move(prepared.tokenizer);
   service->chat_template_ = std::move(prepared.chat_template);
   service->render_options_ = std::move(prepared.render_options);
+  if (service->chat_template_) {
+    service->chat_syntax_ = model_chat_syntax(service->chat_template_->source(), entry);
+    spdlog::info("model {}: chat template {} tools; tool calls: {}, reasoning: {}", info.id,
+                 service->chat_syntax_.renders_tools ? "renders" : "does not render",
+                 chat::tool_call_syntax_name(service->chat_syntax_.tool_calls),
+                 chat::reasoning_syntax_name(service->chat_syntax_.reasoning));
+  }
   service->generation_defaults_ = resolve_generation_defaults(prepared.file_defaults, config, entry);
   spdlog::info("model {}: generation defaults for fields a request leaves out: {}", info.id,
                service->generation_defaults_.empty() ? "none" : service->generation_defaults_.describe());
@@ -121,18 +138,45 @@ grammar::CompiledSpec ModelService::compile_structured_output(const grammar::Gra
 }
 
 std::string ModelService::render_chat(const std::vector<proto::ChatMessage>& messages, bool add_generation_prompt,
-                                      const nlohmann::json& template_kwargs) const {
-  std::vector<chat::ChatMessage> converted;
-  converted.reserve(messages.size());
-  for (const auto& message : messages) {
-    chat::ChatMessage out{message.role, message.content, {}};
-    if (message.name) out.fields.emplace_back("name", chat::Value(*message.name));
-    converted.push_back(std::move(out));
-  }
-  if (template_kwargs.empty()) return chat_template_->render(converted, add_generation_prompt, render_options_);
+                                      const nlohmann::json& template_kwargs, const chat::Value* tools) const {
+  const std::vector<chat::ChatMessage> converted = proto::template_messages(messages);
+  if (template_kwargs.empty() && tools == nullptr)
+    return chat_template_->render(converted, add_generation_prompt, render_options_);
   chat::RenderOptions options = render_options_;
   proto::add_template_variables(template_kwargs, options);
+  if (tools != nullptr) options.tools = *tools;
   return chat_template_->render(converted, add_generation_prompt, options);
+}
+
+grammar::CompiledSpec ModelService::compile_tool_calls(const std::vector<grammar::ToolFunctionSchema>& functions,
+                                                       const grammar::ToolGrammarOptions& options) {
+  grammar_metrics_->on_request("tool_calls");
+  // The key: every input of the grammar, each length-prefixed so no two inputs collide.
+  std::string key = "tools\n";
+  auto add = [&key](std::string_view part) { key += std::to_string(part.size()) + ":" + std::string(part); };
+  for (const auto& f : functions) {
+    add(f.name);
+    add(f.parameters_json);
+    add(f.strict ? "1" : "0");
+  }
+  for (const std::string* part : {&options.before_name, &options.between, &options.after_arguments,
+                                  &options.separator, &options.reasoning_open, &options.reasoning_close})
+    add(*part);
+  add(std::string{options.parallel ? 'p' : '-', options.starts_in_reasoning ? 'r' : '-',
+                  options.leading_whitespace ? 'w' : '-'});
+  try {
+    grammar::GrammarCache::Lookup lookup = grammars_->get(key, [&](const std::shared_ptr<const grammar::TokenTable>& tokens,
+                                                                     const grammar::GrammarLimits& limits) {
+      grammar::ToolGrammarResult built = grammar::tool_call_grammar(functions, options, limits);
+      return grammar::CompiledSpec{grammar::CompiledGrammar::compile(std::move(built.grammar), tokens),
+                                   std::move(built.unenforced)};
+    });
+    grammar_metrics_->on_lookup(lookup.hit, lookup.compile_seconds);
+    return std::move(lookup.compiled);
+  } catch (...) {
+    grammar_metrics_->on_lookup(false, 0.0);
+    throw;
+  }
 }
 
 void ModelService::refresh_metrics() {

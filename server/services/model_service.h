@@ -16,6 +16,8 @@
 #include "backends/backend.h"
 #include "config/config.h"
 #include "engine/chat/chat_template.h"
+#include "engine/chat/tool_syntax.h"
+#include "engine/grammar/tool_grammar.h"
 #include "engine/engine.h"
 #include "engine/generation_defaults.h"
 #include "engine/grammar/grammar_spec.h"
@@ -54,8 +56,13 @@ class ModelService {
   // chat_template_kwargs) become further template variables, over the defaults.
   // Throws chat::TemplateError when the template rejects it (the caller answers
   // 400); requires has_chat_template().
+  // `tools`: the template's `tools` variable (none when null).
   std::string render_chat(const std::vector<proto::ChatMessage>& messages, bool add_generation_prompt,
-                          const nlohmann::json& template_kwargs = nlohmann::json::object()) const;
+                          const nlohmann::json& template_kwargs = nlohmann::json::object(),
+                          const chat::Value* tools = nullptr) const;
+  // How this model writes tool calls and reasoning: its template's traits, over
+  // which its config's tool_call_parser / reasoning_parser win.
+  const chat::TemplateTraits& chat_syntax() const { return chat_syntax_; }
 
   // A lower bound on the tokens of a text: lets a request whose text is certain to
   // overflow the context be refused before it is tokenized.
@@ -66,6 +73,10 @@ class ModelService {
   // cache when it was compiled before (recorded in the metrics). Throws
   // grammar::GrammarError for a constraint that cannot be compiled. Any thread.
   grammar::CompiledSpec compile_structured_output(const grammar::GrammarSpec& spec);
+  // The grammar of tool calls (tool_grammar.h), cached the same way. Throws
+  // grammar::ToolSchemaError for a refused parameters schema.
+  grammar::CompiledSpec compile_tool_calls(const std::vector<grammar::ToolFunctionSchema>& functions,
+                                           const grammar::ToolGrammarOptions& options);
 
   // Updates the engine's gauges and counters before /metrics renders.
   void refresh_metrics();
@@ -82,6 +93,7 @@ class ModelService {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::optional<chat::ChatTemplate> chat_template_;
   chat::RenderOptions render_options_;
+  chat::TemplateTraits chat_syntax_;
   engine::GenerationDefaults generation_defaults_;
   std::unique_ptr<tokenizer::TokenCountBound> token_bound_;
   std::unique_ptr<EngineMetrics> metrics_;

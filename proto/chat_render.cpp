@@ -1,0 +1,61 @@
+#include "proto/chat_render.h"
+
+#include "proto/template_kwargs.h"
+
+namespace sluice::proto {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+// {"id", "type", "function": {"name", "arguments"}} with the arguments an object when
+// they are the text of one.
+chat::Value tool_call_value(const ChatToolCall& call) {
+  OJson arguments = call.arguments;
+  OJson parsed = OJson::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object()) arguments = std::move(parsed);
+  OJson out = OJson::object();
+  if (!call.id.empty()) out["id"] = call.id;
+  out["type"] = "function";
+  out["function"] = {{"name", call.name}, {"arguments", std::move(arguments)}};
+  return template_value(out);
+}
+
+}  // namespace
+
+std::vector<chat::ChatMessage> template_messages(const std::vector<ChatMessage>& messages) {
+  std::vector<chat::ChatMessage> out;
+  out.reserve(messages.size());
+  for (const ChatMessage& message : messages) {
+    chat::ChatMessage converted{message.role, message.content, {}};
+    if (message.content_null) converted.fields.emplace_back("content", chat::Value::none());
+    if (message.name) converted.fields.emplace_back("name", chat::Value(*message.name));
+    if (!message.tool_calls.empty()) {
+      chat::ValueList calls;
+      for (const ChatToolCall& call : message.tool_calls) calls.push_back(tool_call_value(call));
+      converted.fields.emplace_back("tool_calls", chat::Value(std::move(calls)));
+    }
+    if (message.tool_call_id) converted.fields.emplace_back("tool_call_id", chat::Value(*message.tool_call_id));
+    if (message.reasoning) converted.fields.emplace_back("reasoning_content", chat::Value(*message.reasoning));
+    out.push_back(std::move(converted));
+  }
+  return out;
+}
+
+OrderedTools read_tools_in_order(std::string_view body, const ChatRequest& request) {
+  OrderedTools out;
+  if (request.tools.empty()) return out;
+  const OJson document = OJson::parse(body, nullptr, /*allow_exceptions=*/false);
+  const bool legacy = request.tools.front().param.starts_with("functions");
+  const auto list = document.find(legacy ? "functions" : "tools");
+  if (list == document.end() || !list->is_array()) return out;
+  for (const OJson& item : *list) {
+    const OJson& function = legacy ? item : item.at("function");
+    out.for_template.push_back(legacy ? OJson{{"type", "function"}, {"function", item}} : item);
+    const auto parameters = function.find("parameters");
+    out.parameters.push_back(parameters == function.end() || parameters->is_null() ? std::string()
+                                                                                    : parameters->dump());
+  }
+  return out;
+}
+
+}  // namespace sluice::proto

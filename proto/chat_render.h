@@ -1,0 +1,28 @@
+#pragma once
+// A parsed chat request as its model's chat template sees it: the messages and tools
+// transformers' apply_chat_template would get, after vLLM's one normalization (a
+// tool call's arguments sent as JSON text become an object, so that templates that
+// write `arguments | tojson` do not quote them twice).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/chat/chat_template.h"
+#include "proto/chat.h"
+
+namespace sluice::proto {
+
+std::vector<chat::ChatMessage> template_messages(const std::vector<ChatMessage>& messages);
+
+// The request's tools in the client's key order (the template prints them, and a
+// schema's property order is the order the grammar writes arguments in). Read again
+// from the body, which parse_chat_request accepted: `request.tools` says where they are.
+struct OrderedTools {
+  nlohmann::ordered_json for_template = nlohmann::ordered_json::array();  // [{"type": "function", "function": {...}}]
+  std::vector<std::string> parameters;  // per tool: its parameters schema as JSON text ("" when none)
+};
+OrderedTools read_tools_in_order(std::string_view body, const ChatRequest& request);
+
+}  // namespace sluice::proto
