@@ -47,7 +47,8 @@ uint32_t kmp_rules(GrammarBuilder& builder, std::string_view word, std::string_v
     std::vector<Alternative> alternatives;
     if (!through) alternatives.push_back({});
     for (size_t target = 0; target < n; ++target)
-      if (to[target].any()) alternatives.push_back({builder.bytes(to[target]), GrammarBuilder::ref(state_rule[target])});
+      if (to[target].any())
+        alternatives.push_back({builder.bytes(to[target]), GrammarBuilder::ref(state_rule[target])});
     if (through) alternatives.push_back({builder.bytes(to[n])});
     builder.set_alternatives(state_rule[q], std::move(alternatives));
   }
@@ -144,7 +145,7 @@ ToolGrammarResult tool_call_grammar(const std::vector<ToolFunctionSchema>& funct
     }
     for (const std::string& entry : arguments.unenforced) result.unenforced.push_back(f.name + ": " + entry);
     const uint32_t args = graft(b, arguments.grammar, "tool" + std::to_string(i) + "-");
-    Alternative alternative = concat(concat(b.literal(options.before_name), b.literal(f.name)), b.literal(options.between));
+    Alternative alternative = b.literal(options.before_name + f.name + options.between);
     alternative.push_back(GrammarBuilder::ref(args));
     b.add_alternative(call, concat(std::move(alternative), b.literal(options.after_arguments)));
     if (b.num_elements() > limits.max_elements)

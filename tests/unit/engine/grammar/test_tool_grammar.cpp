@@ -159,6 +159,7 @@ TEST_CASE("tool grammar: a reasoning span may come first") {
   CHECK(accepts(g, "<think>a < b </ </t </th </thi </thin </think </think\n</think>" + kAdd));
   CHECK(accepts(g, kAdd));  // the span is optional
   CHECK_FALSE(accepts(g, "<think>a</think>b</think>\n" + kAdd));  // the close twice
+  CHECK_FALSE(accepts(g, "<think><</think>b</think>\n" + kAdd));  // the first close after a '<'
   CHECK_FALSE(accepts(g, "<think>hmm\n" + kAdd));                 // never closed
   CHECK_FALSE(accepts(g, "<think>a</think>\n<think>b</think>\n" + kAdd));
   CHECK_FALSE(accepts(g, "hmm</think>\n" + kAdd));  // not opened
