@@ -89,7 +89,7 @@ std::string object_schema(const std::string& parameters_json) {
 bool valid_name(const std::string& name) {
   if (name.empty()) return false;
   for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '-')) return false;
   return true;
 }
 

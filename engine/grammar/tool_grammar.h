@@ -22,7 +22,7 @@ struct ToolFunctionSchema {
 
 struct ToolGrammarOptions {
   // A call: before_name NAME between ARGUMENTS after_arguments (NAME as written, no escaping
-  // needed: names are [A-Za-z0-9_.-]). Calls are separated by `separator`.
+  // needed: names are [A-Za-z0-9_.:-]). Calls are separated by `separator`.
   std::string before_name;
   std::string between;
   std::string after_arguments;
