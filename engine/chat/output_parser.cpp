@@ -293,7 +293,6 @@ void OutputParser::emit(OutputEvent::Kind kind, std::string_view text, std::vect
 }
 
 void OutputParser::begin_call(std::string name, std::vector<OutputEvent>& out) {
-  ++calls_seen_;
   const auto count = static_cast<int32_t>(output_.calls.size());
   call_index_ = options_.max_calls < 0 || count < options_.max_calls ? count : -1;
   if (call_index_ >= 0) {

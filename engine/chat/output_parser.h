@@ -101,7 +101,6 @@ class OutputParser {
   Mode mode_;
   Lead lead_;
   bool drop_whitespace_ = false;  // whitespace at the front of held_ is dropped (after </think> or a call)
-  int32_t calls_seen_ = 0;        // calls committed, including those beyond max_calls
   int32_t call_index_ = -1;       // the current call's index; -1: dropped (beyond max_calls)
   // The arguments value being read: its kind ('{' object or array, '"' string, 's'
   // scalar, 0 not started), nesting depth and string state.
