@@ -81,14 +81,34 @@ class OutputParser {
   const ParsedOutput& output() const { return output_; }
 
  private:
-  // Implementation state lives here (see output_parser.cpp).
-  struct State;
+  enum class Mode : uint8_t;  // where in the output we are (output_parser.cpp)
+  enum class Lead : uint8_t;  // what opens the call markup being decided
+
+  bool step(bool final, std::vector<OutputEvent>& out);
+  bool step_think_start(bool final);
+  bool step_reasoning(bool final, std::vector<OutputEvent>& out);
+  bool step_answer_start();
+  bool step_content(bool final, std::vector<OutputEvent>& out);
+  bool step_opening(bool final, std::vector<OutputEvent>& out);
+  bool step_value(bool final, std::vector<OutputEvent>& out);
+  bool step_closing(bool final);
+  void emit(OutputEvent::Kind kind, std::string_view text, std::vector<OutputEvent>& out);
+  void begin_call(std::string name, std::vector<OutputEvent>& out);
+
   OutputParserOptions options_;
   ParsedOutput output_;
-  std::string held_;  // text not yet settled
-  int mode_ = 0;
-  int32_t calls_begun_ = 0;
-  std::string scratch_;
+  std::string held_;  // text not yet settled: the next step starts at its first byte
+  Mode mode_;
+  Lead lead_;
+  bool drop_whitespace_ = false;  // whitespace at the front of held_ is dropped (after </think> or a call)
+  int32_t call_index_ = -1;       // the current call's index; -1: dropped (beyond max_calls)
+  // The arguments value being read: its kind ('{' object or array, '"' string, 's'
+  // scalar, 0 not started), nesting depth and string state.
+  char value_kind_ = 0;
+  int32_t value_depth_ = 0;
+  bool value_in_string_ = false;
+  bool value_escape_ = false;
+  std::string value_string_;  // a string value's raw body, decoded once it closes
 };
 
 // The whole output at once (push + finish).

@@ -1,0 +1,521 @@
+// The output parser is a loop of steps over held_, the text not yet settled. Each step
+// looks at held_ from its first byte and either settles a prefix of it (emitting
+// events, dropping markup) and moves on, or waits for more text. A decision is only
+// ever made on text that later pushes cannot change, and an undecided step re-reads
+// held_ from the start when more arrives, so every split of an output into pushes
+// settles the same events in the same order (only their cut points differ).
+#include "engine/chat/output_parser.h"
+
+#include <cstdint>
+#include <utility>
+
+namespace sluice::chat {
+
+enum class OutputParser::Mode : uint8_t {
+  think_start,     // deciding whether the output opens <think>
+  reasoning_lead,  // right after <think>: dropping whitespace
+  reasoning,       // inside <think>, up to </think>
+  answer_start,    // the start of the answer (llama3 calls may only start here)
+  content,         // answer text, watching for the syntax's trigger
+  opening,         // held_ starts with call markup not yet decided (lead_ says which)
+  value,           // a committed call's arguments value
+  closing,         // the markup after the arguments value
+};
+
+enum class OutputParser::Lead : uint8_t {
+  trigger,    // the syntax's trigger ("<tool_call>", "<|python_tag|>")
+  start,      // llama3 at the answer start: an optional "<|python_tag|>"
+  separator,  // llama3 after a call: ";"
+};
+
+namespace {
+
+constexpr std::string_view kHermesOpen = "<tool_call>";
+constexpr std::string_view kHermesClose = "</tool_call>";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+size_t skip_space(std::string_view text, size_t pos) {
+  while (pos < text.size() && is_space(text[pos])) ++pos;
+  return pos;
+}
+
+// The start of the whitespace run that ends at `end`.
+size_t space_run_start(std::string_view text, size_t end) {
+  while (end > 0 && is_space(text[end - 1])) --end;
+  return end;
+}
+
+std::string_view trim_trailing_space(std::string_view text) {
+  return text.substr(0, space_run_start(text, text.size()));
+}
+
+// Where the part of `text` that must still be held begins: a suffix that may grow
+// into `markup`, with the whitespace before it (markup may be preceded by dropped
+// whitespace).
+size_t held_tail_start(std::string_view text, std::string_view markup) {
+  size_t start = text.size();
+  const size_t longest = markup.size() - 1;
+  for (size_t i = text.size() > longest ? text.size() - longest : 0; i < text.size(); ++i) {
+    if (markup.substr(0, text.size() - i) == text.substr(i)) {
+      start = i;
+      break;
+    }
+  }
+  return space_run_start(text, start);
+}
+
+// Bytes that may appear in a JSON number or literal (true, false, null).
+bool is_scalar_char(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
+         c == '+' || c == '.';
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// The four hex digits at body[pos], or -1.
+int32_t hex4(std::string_view body, size_t pos) {
+  if (pos + 4 > body.size()) return -1;
+  int32_t value = 0;
+  for (size_t i = pos; i < pos + 4; ++i) {
+    const char c = body[i];
+    int32_t digit = -1;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    if (digit < 0) return -1;
+    value = value * 16 + digit;
+  }
+  return value;
+}
+
+// The text of a JSON string body (between its quotes). Lenient, because the model
+// wrote it: an unknown escape keeps its character, a lone surrogate becomes U+FFFD,
+// and an escape cut off by the end of the output is dropped.
+std::string decode_json_string(std::string_view body) {
+  std::string out;
+  size_t i = 0;
+  while (i < body.size()) {
+    if (body[i] != '\\') {
+      out += body[i++];
+      continue;
+    }
+    if (i + 1 >= body.size()) break;
+    const char escape = body[i + 1];
+    i += 2;
+    switch (escape) {
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'u': {
+        const int32_t unit = hex4(body, i);
+        if (unit < 0) return out;  // cut off (or broken): nothing more is trustworthy
+        i += 4;
+        uint32_t cp = static_cast<uint32_t>(unit);
+        if (cp >= 0xD800 && cp < 0xDC00) {  // a high surrogate: its pair follows
+          const int32_t low = i + 1 < body.size() && body[i] == '\\' && body[i + 1] == 'u' ? hex4(body, i + 2) : -1;
+          if (low >= 0xDC00 && low < 0xE000) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<uint32_t>(low) - 0xDC00);
+            i += 6;
+          } else {
+            cp = 0xFFFD;
+          }
+        } else if (cp >= 0xDC00 && cp < 0xE000) {
+          cp = 0xFFFD;
+        }
+        append_utf8(out, cp);
+        break;
+      }
+      default: out += escape; break;  // \" \\ \/ and anything unknown
+    }
+  }
+  return out;
+}
+
+// Reads call markup from the start of a text, one piece at a time. Each piece either
+// matches (pos moves past it), needs more text (the text ends inside it), or fails
+// (pos is left at the first byte that does not fit).
+struct MarkupReader {
+  enum class Result { matched, more, failed };
+  std::string_view text;
+  size_t pos = 0;
+
+  void space() { pos = skip_space(text, pos); }
+  Result literal(std::string_view expected) {
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (pos + i >= text.size()) return Result::more;
+      if (text[pos + i] != expected[i]) {
+        pos += i;
+        return Result::failed;
+      }
+    }
+    pos += expected.size();
+    return Result::matched;
+  }
+  // A JSON string; its decoded text goes to `value`. A raw control character is
+  // invalid JSON, which also bounds how long a runaway "name" is held.
+  Result string(std::string& value) {
+    if (const Result r = literal("\""); r != Result::matched) return r;
+    for (size_t i = pos; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        value = decode_json_string(text.substr(pos, i - pos));
+        pos = i + 1;
+        return Result::matched;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        pos = i;
+        return Result::failed;
+      }
+    }
+    return Result::more;
+  }
+};
+
+struct Opening {
+  MarkupReader::Result result = MarkupReader::Result::more;
+  size_t end = 0;       // matched: where the arguments value starts; failed: the first bad byte
+  size_t lead_end = 0;  // where the lead ended (0: it did not match)
+  std::string name;
+};
+
+// `ws LEAD ws { ws "name" ws : ws STRING ws , ws ("arguments"|"parameters") ws :`
+Opening read_opening(std::string_view text, std::string_view lead, bool lead_optional) {
+  using Result = MarkupReader::Result;
+  MarkupReader reader{text};
+  Opening opening;
+  const auto stop = [&](Result r) {
+    opening.result = r;
+    opening.end = reader.pos;
+    return opening;
+  };
+  reader.space();
+  if (!lead.empty() && (!lead_optional || (reader.pos < text.size() && text[reader.pos] == lead[0]))) {
+    if (const Result r = reader.literal(lead); r != Result::matched) return stop(r);
+    opening.lead_end = reader.pos;
+  }
+  const auto piece = [&](std::string_view expected) {
+    reader.space();
+    return reader.literal(expected);
+  };
+  for (const std::string_view expected : {"{", "\"name\"", ":"}) {
+    if (const Result r = piece(expected); r != Result::matched) return stop(r);
+  }
+  reader.space();
+  if (const Result r = reader.string(opening.name); r != Result::matched) return stop(r);
+  for (const std::string_view expected : {",", "\""}) {
+    if (const Result r = piece(expected); r != Result::matched) return stop(r);
+  }
+  if (reader.pos >= text.size()) return stop(Result::more);
+  const std::string_view key = text[reader.pos] == 'p' ? "parameters\"" : "arguments\"";
+  if (const Result r = reader.literal(key); r != Result::matched) return stop(r);
+  if (const Result r = piece(":"); r != Result::matched) return stop(r);
+  return stop(Result::matched);
+}
+
+}  // namespace
+
+OutputParser::OutputParser(OutputParserOptions options) : options_(options) {
+  mode_ = Mode::answer_start;
+  lead_ = Lead::trigger;
+  if (options_.reasoning == ReasoningSyntax::think) {
+    if (options_.starts_in_reasoning) {
+      output_.has_reasoning = true;
+      mode_ = Mode::reasoning_lead;
+    } else {
+      mode_ = Mode::think_start;
+    }
+  }
+}
+
+void OutputParser::push(std::string_view text, std::vector<OutputEvent>& out) {
+  held_.append(text);
+  while (step(false, out)) {
+  }
+}
+
+void OutputParser::finish(std::vector<OutputEvent>& out) {
+  while (step(true, out)) {
+  }
+}
+
+bool OutputParser::in_reasoning() const {
+  return mode_ == Mode::reasoning_lead || mode_ == Mode::reasoning;
+}
+
+// One step; true when it settled something and the next step may go on.
+bool OutputParser::step(bool final, std::vector<OutputEvent>& out) {
+  switch (mode_) {
+    case Mode::think_start: return step_think_start(final);
+    case Mode::reasoning_lead:
+    case Mode::reasoning: return step_reasoning(final, out);
+    case Mode::answer_start: return step_answer_start();
+    case Mode::content: return step_content(final, out);
+    case Mode::opening: return step_opening(final, out);
+    case Mode::value: return step_value(final, out);
+    case Mode::closing: return step_closing(final);
+  }
+  return false;
+}
+
+void OutputParser::emit(OutputEvent::Kind kind, std::string_view text, std::vector<OutputEvent>& out) {
+  if (text.empty()) return;
+  switch (kind) {
+    case OutputEvent::Kind::content: output_.content.append(text); break;
+    case OutputEvent::Kind::reasoning: output_.reasoning.append(text); break;
+    case OutputEvent::Kind::call_arguments:
+      if (call_index_ < 0) return;  // a call beyond max_calls
+      output_.calls[static_cast<size_t>(call_index_)].arguments.append(text);
+      break;
+    case OutputEvent::Kind::call_begin: return;  // begin_call's alone
+  }
+  out.push_back({kind, kind == OutputEvent::Kind::call_arguments ? call_index_ : 0, std::string(text)});
+}
+
+void OutputParser::begin_call(std::string name, std::vector<OutputEvent>& out) {
+  const auto count = static_cast<int32_t>(output_.calls.size());
+  call_index_ = options_.max_calls < 0 || count < options_.max_calls ? count : -1;
+  if (call_index_ >= 0) {
+    output_.calls.push_back({name, {}});
+    out.push_back({OutputEvent::Kind::call_begin, call_index_, std::move(name)});
+  }
+}
+
+bool OutputParser::step_think_start(bool final) {
+  const size_t start = skip_space(held_, 0);
+  const std::string_view rest = std::string_view(held_).substr(start);
+  if (rest.substr(0, kThinkOpen.size()) == kThinkOpen) {
+    held_.erase(0, start + kThinkOpen.size());
+    output_.has_reasoning = true;
+    mode_ = Mode::reasoning_lead;
+    return true;
+  }
+  if (!final && kThinkOpen.substr(0, rest.size()) == rest) return false;  // may still open it
+  mode_ = Mode::answer_start;  // no <think>: the held text is the answer's start
+  return true;
+}
+
+bool OutputParser::step_reasoning(bool final, std::vector<OutputEvent>& out) {
+  if (mode_ == Mode::reasoning_lead) {
+    held_.erase(0, skip_space(held_, 0));
+    if (held_.empty()) return false;
+    mode_ = Mode::reasoning;
+  }
+  const size_t close = held_.find(kThinkClose);
+  if (close != std::string::npos) {
+    emit(OutputEvent::Kind::reasoning, trim_trailing_space(std::string_view(held_).substr(0, close)), out);
+    held_.erase(0, close + kThinkClose.size());
+    drop_whitespace_ = true;
+    mode_ = Mode::answer_start;
+    return true;
+  }
+  // Cut off inside reasoning: its trailing whitespace goes as it would before </think>.
+  const size_t settled = final ? held_.size() : held_tail_start(held_, kThinkClose);
+  emit(OutputEvent::Kind::reasoning, trim_trailing_space(std::string_view(held_).substr(0, settled)), out);
+  held_.erase(0, settled);
+  if (final) held_.clear();
+  return false;
+}
+
+bool OutputParser::step_answer_start() {
+  if (drop_whitespace_) {
+    held_.erase(0, skip_space(held_, 0));
+    if (held_.empty()) return false;
+    drop_whitespace_ = false;
+  }
+  if (options_.tool_calls == ToolCallSyntax::llama3_json) {
+    mode_ = Mode::opening;
+    lead_ = Lead::start;
+  } else {
+    mode_ = Mode::content;
+  }
+  return true;
+}
+
+bool OutputParser::step_content(bool final, std::vector<OutputEvent>& out) {
+  if (drop_whitespace_) {
+    held_.erase(0, skip_space(held_, 0));
+    if (held_.empty()) return false;
+    drop_whitespace_ = false;
+  }
+  std::string_view trigger;
+  if (options_.tool_calls == ToolCallSyntax::hermes) trigger = kHermesOpen;
+  if (options_.tool_calls == ToolCallSyntax::llama3_json) trigger = kPythonTag;
+  const size_t at = trigger.empty() ? std::string::npos : held_.find(trigger);
+  if (trigger.empty() || (at == std::string::npos && final)) {  // nothing can start here any more
+    emit(OutputEvent::Kind::content, held_, out);
+    held_.clear();
+    return false;
+  }
+  if (at != std::string::npos) {
+    // The whitespace before the trigger stays held: the opening drops it with a call.
+    const size_t markup = space_run_start(held_, at);
+    emit(OutputEvent::Kind::content, std::string_view(held_).substr(0, markup), out);
+    held_.erase(0, markup);
+    mode_ = Mode::opening;
+    lead_ = Lead::trigger;
+    return true;
+  }
+  const size_t settled = held_tail_start(held_, trigger);
+  emit(OutputEvent::Kind::content, std::string_view(held_).substr(0, settled), out);
+  held_.erase(0, settled);
+  return false;
+}
+
+bool OutputParser::step_opening(bool final, std::vector<OutputEvent>& out) {
+  std::string_view lead;
+  if (lead_ == Lead::trigger) lead = options_.tool_calls == ToolCallSyntax::hermes ? kHermesOpen : kPythonTag;
+  if (lead_ == Lead::start) lead = kPythonTag;
+  if (lead_ == Lead::separator) lead = ";";
+  Opening opening = read_opening(held_, lead, lead_ == Lead::start);
+  using Result = MarkupReader::Result;
+  if (opening.result == Result::more && !final) return false;
+  if (opening.result == Result::matched) {
+    held_.erase(0, opening.end);
+    begin_call(std::move(opening.name), out);
+    value_kind_ = 0;
+    value_depth_ = 0;
+    value_in_string_ = false;
+    value_escape_ = false;
+    value_string_.clear();
+    mode_ = Mode::value;
+    return true;
+  }
+  // Not a call. After a call, before a ";" that never came: the whitespace sits
+  // between a call and content, so it is dropped and the rest read as content.
+  mode_ = Mode::content;
+  if (lead_ == Lead::separator && opening.lead_end == 0) {
+    drop_whitespace_ = true;
+    return true;
+  }
+  // Otherwise the markup is content as written, up to the byte that did not fit;
+  // reading goes on from there (from the whitespace before it, which a call that
+  // starts there would drop) as plain content.
+  const size_t end = space_run_start(held_, opening.result == Result::more ? held_.size() : opening.end);
+  emit(OutputEvent::Kind::content, std::string_view(held_).substr(0, end), out);
+  held_.erase(0, end);
+  return true;
+}
+
+bool OutputParser::step_value(bool final, std::vector<OutputEvent>& out) {
+  size_t pos = 0;
+  if (value_kind_ == 0) {  // the value's first byte decides how its end is found
+    pos = skip_space(held_, 0);
+    if (pos == held_.size()) {
+      held_.clear();
+      return false;
+    }
+    const char first = held_[pos];
+    if (first == '{' || first == '[') {
+      value_kind_ = '{';
+    } else if (first == '"') {
+      value_kind_ = '"';
+      value_in_string_ = true;
+      ++pos;  // the quotes are not part of the decoded text
+    } else if (is_scalar_char(first)) {
+      value_kind_ = 's';
+    } else {  // no value at all: the call has empty arguments
+      held_.erase(0, pos);
+      mode_ = Mode::closing;
+      return true;
+    }
+    held_.erase(0, pos);
+    pos = 0;
+  }
+  bool ended = false;
+  for (; pos < held_.size() && !ended; ++pos) {
+    const char c = held_[pos];
+    if (value_kind_ == 's') {
+      if (!is_scalar_char(c)) {
+        ended = true;
+        break;
+      }
+    } else if (value_in_string_) {
+      if (value_escape_) {
+        value_escape_ = false;
+      } else if (c == '\\') {
+        value_escape_ = true;
+      } else if (c == '"') {
+        value_in_string_ = false;
+        ended = value_kind_ == '"';
+      }
+    } else if (c == '"') {
+      value_in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++value_depth_;
+    } else if (c == '}' || c == ']') {
+      ended = --value_depth_ == 0;
+    }
+  }
+  if (value_kind_ == '"') {
+    // A string value is emitted decoded, so it waits for its closing quote (or the
+    // end of the output) to decode escapes whole.
+    value_string_.append(held_, 0, ended ? pos - 1 : pos);
+    if (ended || final) emit(OutputEvent::Kind::call_arguments, decode_json_string(value_string_), out);
+  } else {
+    emit(OutputEvent::Kind::call_arguments, std::string_view(held_).substr(0, pos), out);
+  }
+  held_.erase(0, pos);
+  if (!ended) return false;
+  mode_ = Mode::closing;
+  return true;
+}
+
+// After the value: `ws } ws </tool_call>` (hermes) or `ws }` then a ";" (llama3). Each
+// piece is optional, so a model that skips one still gets its call; the first byte
+// that fits no piece starts content again.
+bool OutputParser::step_closing(bool final) {
+  const bool hermes = options_.tool_calls == ToolCallSyntax::hermes;
+  MarkupReader reader{held_};
+  for (const std::string_view piece : {std::string_view("}"), hermes ? kHermesClose : std::string_view()}) {
+    if (piece.empty()) break;
+    reader.space();
+    const size_t piece_start = reader.pos;
+    const auto result = reader.literal(piece);
+    if (result == MarkupReader::Result::more) {
+      if (!final) return false;
+      reader.pos = held_.size();  // cut off inside closing markup: all of it is dropped
+      break;
+    }
+    if (result == MarkupReader::Result::failed) reader.pos = piece_start;
+  }
+  held_.erase(0, reader.pos);
+  if (hermes) {
+    mode_ = Mode::content;
+    drop_whitespace_ = true;
+  } else {
+    mode_ = Mode::opening;
+    lead_ = Lead::separator;
+  }
+  return true;
+}
+
+ParsedOutput parse_output(std::string_view text, const OutputParserOptions& options) {
+  OutputParser parser(options);
+  std::vector<OutputEvent> events;
+  parser.push(text, events);
+  parser.finish(events);
+  return parser.output();
+}
+
+}  // namespace sluice::chat
