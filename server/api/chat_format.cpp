@@ -134,7 +134,10 @@ std::string ChatFormat::whole_body(GenerationJob& job) {
   for (size_t i = 0; i < job.choices().size(); ++i) {
     const auto index = static_cast<int32_t>(i);
     ChoiceTally& tally = job.choices()[i];
-    proto::ChatChoice choice{.index = index, .content = tally.text, .finish_reason = tally.finish_reason};
+    proto::ChatChoice choice;
+    choice.index = index;
+    choice.content = tally.text;
+    choice.finish_reason = tally.finish_reason;
     if (options_.parse) {
       ChoiceParse& parse = parse_of(job, index);
       finish_parse(parse, /*streaming=*/false);
