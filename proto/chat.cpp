@@ -1,6 +1,9 @@
 #include "proto/chat.h"
 
 #include <limits>
+#include <set>
+
+#include "proto/tools.h"
 
 namespace sluice::proto {
 
@@ -47,6 +50,120 @@ Error read_content(const Json& v, const std::string& param, std::string& out) {
   return std::nullopt;
 }
 
+// messages[i].tool_calls[j].function: {"name", "arguments"}; also the legacy
+// function_call of an assistant message.
+Error read_call_function(const Json& f, const std::string& param, ChatToolCall& out) {
+  if (!f.is_object()) return fields::type_error(param, "an object", f);
+  bool has_name = false, has_arguments = false;
+  for (const auto& [key, value] : f.items()) {
+    std::string field = param + "." + key;
+    Error e;
+    if (key == "name") {
+      e = fields::read_string(value, field, out.name);
+      has_name = !value.is_null();
+    } else if (key == "arguments") {
+      // The JSON text as the model wrote it (OpenAI refuses an object here too).
+      e = fields::read_string(value, field, out.arguments);
+      has_arguments = !value.is_null();
+    } else {
+      e = fields::unknown_field(field);
+    }
+    if (e) return e;
+  }
+  if (!has_name) return fields::missing_field(param + ".name");
+  if (!has_arguments) return fields::missing_field(param + ".arguments");
+  return std::nullopt;
+}
+
+// messages[i].tool_calls[j]: {"id", "type": "function", "function": {...}}.
+Error read_tool_call(const Json& call, const std::string& param, ChatToolCall& out) {
+  if (!call.is_object()) return fields::type_error(param, "an object", call);
+  bool has_function = false;
+  for (const auto& [key, value] : call.items()) {
+    std::string field = param + "." + key;
+    Error e;
+    if (key == "id") {
+      e = fields::read_string(value, field, out.id);
+    } else if (key == "index") {
+      // Clients that rebuild the call from stream deltas keep the delta's index.
+      int64_t ignored = 0;
+      e = fields::read_int(value, field, 0, std::numeric_limits<int32_t>::max(), ignored);
+    } else if (key == "type") {
+      if (!value.is_null() && !value.is_string()) {
+        e = fields::type_error(field, "a string", value);
+      } else if (!value.is_null() && value != "function") {
+        e = invalid_request("Invalid value for '" + field + "': '" + value.get<std::string>() +
+                                "'; only 'function' is supported.",
+                            field);
+      }
+    } else if (key == "function") {
+      if (value.is_null()) continue;
+      e = read_call_function(value, field, out);
+      has_function = true;
+    } else {
+      e = fields::unknown_field(field);
+    }
+    if (e) return e;
+  }
+  if (!has_function) return fields::missing_field(param + ".function");
+  return std::nullopt;
+}
+
+Error read_tool_calls(const Json& v, const std::string& param, std::vector<ChatToolCall>& out) {
+  if (!v.is_array()) return fields::type_error(param, "an array of tool calls", v);
+  std::vector<ChatToolCall> calls(v.size());
+  for (size_t j = 0; j < v.size(); ++j) {
+    if (auto e = read_tool_call(v[j], param + "[" + std::to_string(j) + "]", calls[j])) return e;
+  }
+  out = std::move(calls);
+  return std::nullopt;
+}
+
+ApiError only_on(const std::string& field, const char* role) {
+  return fields::unsupported(field, std::string("is only allowed on messages with role '") + role + "'.");
+}
+
+// The message fields only one role may carry (when not null). `legacy_function`: the
+// message came with the legacy role "function" (now "tool"), which has no call id.
+Error read_role_field(const std::string& key, const Json& value, const std::string& field, bool legacy_function,
+                      ChatMessage& out, bool& handled) {
+  handled = true;
+  if (key == "tool_call_id") {
+    if (value.is_null()) return std::nullopt;
+    if (out.role != "tool" || legacy_function) return only_on(field, "tool");
+    return fields::read_opt_string(value, field, out.tool_call_id);
+  }
+  if (key == "tool_calls") {
+    // Round-tripped messages of any role may carry null or [].
+    if (value.is_null() || (value.is_array() && value.empty())) return std::nullopt;
+    if (out.role != "assistant") return only_on(field, "assistant");
+    if (!out.tool_calls.empty()) {
+      return fields::unsupported(field, "and the legacy 'function_call' must not both be sent.");
+    }
+    return read_tool_calls(value, field, out.tool_calls);
+  }
+  if (key == "function_call") {
+    if (value.is_null()) return std::nullopt;
+    if (out.role != "assistant") return only_on(field, "assistant");
+    if (!out.tool_calls.empty()) return fields::unsupported(field, "and 'tool_calls' must not both be sent.");
+    out.tool_calls.emplace_back();
+    return read_call_function(value, field, out.tool_calls.back());
+  }
+  if (key == "reasoning_content" || key == "reasoning") {
+    if (value.is_null()) return std::nullopt;
+    if (out.role != "assistant") return only_on(field, "assistant");
+    std::optional<std::string> text;
+    if (auto e = fields::read_opt_string(value, field, text)) return e;
+    if (out.reasoning && *out.reasoning != *text) {
+      return fields::unsupported(field, "differs from the message's other reasoning field; send one of them.");
+    }
+    out.reasoning = std::move(text);
+    return std::nullopt;
+  }
+  handled = false;
+  return std::nullopt;
+}
+
 Error read_message(const Json& m, const std::string& param, ChatMessage& out) {
   if (!m.is_object()) return fields::type_error(param, "an object", m);
   auto role = m.find("role");
@@ -54,9 +171,11 @@ Error read_message(const Json& m, const std::string& param, ChatMessage& out) {
   if (!role->is_string()) return fields::type_error(param + ".role", "a string", *role);
   std::string r = role->get<std::string>();
   if (r == "developer") r = "system";
-  if (r != "system" && r != "user" && r != "assistant") {
+  const bool legacy_function = r == "function";
+  if (legacy_function) r = "tool";
+  if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
     return invalid_request("Invalid value for '" + param + ".role': '" + role->get<std::string>() +
-                               "'; supported roles are system, developer, user and assistant.",
+                               "'; supported roles are system, developer, user, assistant, tool and function.",
                            param + ".role");
   }
   out.role = r;
@@ -64,33 +183,31 @@ Error read_message(const Json& m, const std::string& param, ChatMessage& out) {
   for (const auto& [key, value] : m.items()) {
     std::string field = param + "." + key;
     if (key == "role") continue;
+    bool handled = false;
+    if (auto e = read_role_field(key, value, field, legacy_function, out, handled)) return e;
+    if (handled) continue;
     if (key == "content") {
       if (value.is_null()) continue;
       if (auto e = read_content(value, field, out.content)) return e;
       has_content = true;
     } else if (key == "name") {
       if (auto e = fields::read_opt_string(value, field, out.name)) return e;
-    } else if (key == "tool_calls" || key == "function_call" || key == "refusal" || key == "audio") {
-      // Round-tripped assistant messages carry these as null (or []); anything else
-      // asks for a feature we do not have.
+    } else if (key == "refusal" || key == "audio") {
+      // Round-tripped assistant messages carry these as null; anything else asks for
+      // a feature we do not have.
       bool nothing = value.is_null() || (value.is_array() && value.empty());
       if (!nothing) return fields::unsupported(field, "is not supported.");
     } else {
       return fields::unknown_field(field);
     }
   }
-  // An assistant turn may be empty (OpenAI allows null content there); others may not.
+  // An assistant turn may be empty (OpenAI allows null content there, and a turn that
+  // only calls tools has none); others may not.
   if (!has_content && r != "assistant") return fields::missing_field(param + ".content");
+  out.content_null = r == "assistant" && !has_content;
+  if (legacy_function && !out.name) return fields::missing_field(param + ".name");
+  if (r == "tool" && !legacy_function && !out.tool_call_id) return fields::missing_field(param + ".tool_call_id");
   return std::nullopt;
-}
-
-// Tool calling is not built yet: refuse anything that asks for it, accept what asks
-// for nothing (null, [], "none").
-Error read_tools_field(const std::string& key, const Json& v) {
-  if (v.is_null()) return std::nullopt;
-  if (key == "tools" && v.is_array() && v.empty()) return std::nullopt;
-  if (key == "tool_choice" && v == "none") return std::nullopt;
-  return fields::unsupported(key, "is not supported yet (tool calling is not implemented).");
 }
 
 // OpenAI fields that ask for nothing sluice does differently (storage, billing,
@@ -98,7 +215,7 @@ Error read_tools_field(const std::string& key, const Json& v) {
 Error read_ignored_openai_field(const std::string& key, const Json& v, ChatRequest& req, bool& handled) {
   handled = true;
   Error e;
-  if (key == "store" || key == "parallel_tool_calls") {
+  if (key == "store") {
     bool ignored = false;
     e = fields::read_bool(v, key, ignored);
   } else if (key == "metadata" || key == "prediction") {
@@ -146,8 +263,20 @@ Error parse_chat_messages(const Json& value, const std::string& param, std::vect
   if (!value.is_array()) return fields::type_error(param, "an array of messages", value);
   if (value.empty()) return invalid_request("'" + param + "' must hold at least one message.", param);
   std::vector<ChatMessage> messages(value.size());
+  std::set<std::string> call_ids;  // of the tool calls the assistant messages so far made
   for (size_t i = 0; i < value.size(); ++i) {
-    if (auto e = read_message(value[i], param + "[" + std::to_string(i) + "]", messages[i])) return e;
+    std::string message_param = param + "[" + std::to_string(i) + "]";
+    ChatMessage& message = messages[i];
+    if (auto e = read_message(value[i], message_param, message)) return e;
+    for (const auto& call : message.tool_calls) {
+      if (!call.id.empty()) call_ids.insert(call.id);
+    }
+    if (message.tool_call_id && !call_ids.contains(*message.tool_call_id)) {
+      std::string id_param = message_param + ".tool_call_id";
+      return invalid_request("Invalid value for '" + id_param + "': '" + *message.tool_call_id +
+                                 "' answers no tool call of an earlier assistant message.",
+                             id_param);
+    }
   }
   out = std::move(messages);
   return std::nullopt;
@@ -180,8 +309,12 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
       e = fields::read_bool(value, key, logprobs);
     } else if (key == "top_logprobs") {
       e = fields::read_opt_int32(value, key, 0, kMaxTopLogprobs, top_logprobs);
-    } else if (key == "tools" || key == "tool_choice") {
-      e = read_tools_field(key, value);
+    } else if (is_tool_field(key)) {
+      // Read below, once every key is known: the choice is checked against the tools.
+    } else if (key == "parallel_tool_calls") {
+      e = fields::read_bool(value, key, req.parallel_tool_calls);
+    } else if (key == "include_reasoning") {
+      e = fields::read_bool(value, key, req.include_reasoning);
     } else if (key == "chat_template_kwargs") {
       e = read_template_kwargs(value, req.chat_template_kwargs);
     } else if (key == "audio" || key == "web_search_options") {
@@ -193,6 +326,7 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
   }
   if (auto e = check_generation_options(body, req)) return *e;
   if (!has_messages) return fields::missing_field("messages");
+  if (auto e = parse_chat_tools(body, req.tools, req.tool_choice)) return *e;
   if (max_tokens && max_completion_tokens && *max_tokens != *max_completion_tokens) {
     return invalid_request(
         "'max_tokens' and 'max_completion_tokens' disagree; send only 'max_completion_tokens'.",

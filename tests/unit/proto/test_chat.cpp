@@ -73,7 +73,7 @@ TEST_CASE("chat: roles") {
   CHECK(r.messages[3].role == "assistant");
   CHECK(r.messages[3].name == "bot");
 
-  CHECK(messages_err(Json::array({user("a"), {{"role", "tool"}, {"content", "x"}}})) == "messages[1].role");
+  CHECK(messages_err(Json::array({user("a"), {{"role", "robot"}, {"content", "x"}}})) == "messages[1].role");
   CHECK(messages_err(Json::array({user("a"), {{"role", 1}, {"content", "x"}}})) == "messages[1].role");
   CHECK(messages_err(Json::array({{{"content", "x"}}})) == "messages[0].role");
   CHECK(messages_err(Json::array({"hi"})) == "messages[0]");
@@ -112,12 +112,14 @@ TEST_CASE("chat: content parts other than text name the part's type") {
 TEST_CASE("chat: message fields") {
   CHECK(messages_err(Json::array({{{"role", "user"}, {"content", "x"}, {"name", 1}}})) == "messages[0].name");
   CHECK(messages_err(Json::array({{{"role", "user"}, {"content", "x"}, {"extra", 1}}})) == "messages[0].extra");
-  // Round-tripped assistant messages: null tool fields pass, real ones do not.
+  // Round-tripped assistant messages: null fields pass; tool calls are read
+  // (test_chat_tools.cpp), refusal and audio are not supported.
   ok({{"messages", Json::array({user("a"),
                                 {{"role", "assistant"}, {"content", "b"}, {"tool_calls", nullptr},
                                  {"refusal", nullptr}, {"function_call", nullptr}, {"audio", nullptr}}})}});
   CHECK(messages_err(Json::array({{{"role", "assistant"}, {"content", "b"},
-                                   {"tool_calls", Json::array({{{"id", "1"}}})}}})) == "messages[0].tool_calls");
+                                   {"tool_calls", Json::array({{{"id", "1"}}})}}})) == "messages[0].tool_calls[0].function");
+  CHECK(messages_err(Json::array({{{"role", "assistant"}, {"content", "b"}, {"refusal", "no"}}})) == "messages[0].refusal");
 }
 
 TEST_CASE("chat: max_completion_tokens wins over max_tokens") {
@@ -144,7 +146,7 @@ TEST_CASE("chat: logprobs and top_logprobs") {
   CHECK(err_param({{"logprobs", 5}}) == "logprobs");
 }
 
-TEST_CASE("chat: response_format, tools and tool_choice") {
+TEST_CASE("chat: response_format") {
   ok({{"response_format", {{"type", "text"}}}});
   ok({{"response_format", nullptr}});
   ok({{"response_format", {{"type", "json_object"}}}});  // structured outputs: test_structured_output.cpp
@@ -154,15 +156,7 @@ TEST_CASE("chat: response_format, tools and tool_choice") {
   CHECK(err_param({{"response_format", Json::object()}}) == "response_format.type");
   CHECK(err_param({{"response_format", {{"type", "text"}, {"strict", true}}}}) == "response_format.strict");
 
-  Json tool = {{"type", "function"}, {"function", {{"name", "f"}}}};
-  auto e = err(body_with({{"tools", Json::array({tool})}}));
-  CHECK(e.param == "tools");
-  CHECK(e.message.find("not supported") != std::string::npos);
-  CHECK(err_param({{"tool_choice", "auto"}}) == "tool_choice");
-  CHECK(ok({{"parallel_tool_calls", true}}).ignored_fields == std::vector<std::string>{"parallel_tool_calls"});
-  CHECK(err_param({{"parallel_tool_calls", "yes"}}) == "parallel_tool_calls");
-  ok({{"tools", nullptr}, {"tool_choice", nullptr}});
-  ok({{"tools", Json::array()}, {"tool_choice", "none"}});
+  // tools, tool_choice, parallel_tool_calls: test_chat_tools.cpp.
 }
 
 TEST_CASE("chat: the shared fields behave as in completions") {
@@ -200,9 +194,10 @@ TEST_CASE("chat: unknown and completions-only fields are refused by name when st
   CHECK(err_param({{"prompt", "x"}}, kStrict) == "prompt");
   CHECK(err_param({{"echo", true}}, kStrict) == "echo");
   CHECK(err_param({{"best_of", 1}}, kStrict) == "best_of");
-  auto e = err(body_with({{"functions", Json::array()}}), kStrict);
-  CHECK(e.param == "functions");
-  CHECK(e.message.find("functions") != std::string::npos);
+  auto e = err(body_with({{"tool_parser", "hermes"}}), kStrict);
+  CHECK(e.param == "tool_parser");
+  CHECK(e.message.find("tool_parser") != std::string::npos);
+  ok({{"functions", Json::array()}}, kStrict);  // the legacy tools: test_chat_tools.cpp
   CHECK(ok({{"prompt", "x"}, {"echo", true}}).ignored_fields == std::vector<std::string>{"echo", "prompt"});
 }
 
@@ -214,7 +209,6 @@ TEST_CASE("chat: OpenAI's fields are accepted (even when strict), type-checked, 
                        {"modalities", {"text"}},
                        {"prediction", {{"type", "content"}, {"content", "x"}}},
                        {"user", "u"},
-                       {"parallel_tool_calls", false},
                        {"verbosity", "low"},
                        {"prompt_cache_key", "k"},
                        {"safety_identifier", "s"},
@@ -224,7 +218,7 @@ TEST_CASE("chat: OpenAI's fields are accepted (even when strict), type-checked, 
   auto r = ok(fields, kStrict);
   CHECK(r.user == "u");
   CHECK(r.include_usage);
-  CHECK(r.ignored_fields.size() == 11);
+  CHECK(r.ignored_fields.size() == 10);
   CHECK(err_param({{"store", "yes"}}) == "store");
   CHECK(err_param({{"metadata", "x"}}) == "metadata");
   CHECK(err_param({{"service_tier", 1}}) == "service_tier");
