@@ -49,7 +49,10 @@ std::optional<std::string> TriggerWatch::push(std::string_view piece) {
       }
     };
     // Reasoning opens only before any answer text (<think> first, as models write it).
-    if (!seen_text_) consider(trigger_.quiet_open, true);
+    size_t first_text = 0;
+    while (first_text < rest.size() && is_space(rest[first_text])) ++first_text;
+    if (!seen_text_ && !trigger_.quiet_open.empty() && rest.substr(first_text).starts_with(trigger_.quiet_open))
+      consider(trigger_.quiet_open, true);
     for (const std::string& text : trigger_.anywhere) consider(text, false);
     // at_start: the first non-whitespace text of the answer.
     if (!seen_text_ && !trigger_.at_start.empty()) {

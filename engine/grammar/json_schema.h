@@ -20,6 +20,11 @@ namespace sluice::grammar {
 struct JsonSchemaOptions {
   bool any_whitespace = false;
   bool strict = true;
+  // An object schema that lists properties and says nothing of additionalProperties
+  // (or patternProperties) allows no other names, as if additionalProperties were
+  // false (xgrammar's strict mode; tool-call arguments use it, so that a small model
+  // cannot wander off into invented keys).
+  bool closed_objects = false;
   GrammarLimits limits;
 };
 

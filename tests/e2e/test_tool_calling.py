@@ -177,7 +177,7 @@ def forced(client, text, **kwargs):
     """`text` spelled by a regex constraint (the tiny model's weights are random)."""
     pattern = "".join("\\" + c if c in "\\^$.|?*+()[]{}" else c for c in text)
     return dict(model="tiny-tools", messages=[{"role": "user", "content": "go"}], tools=[WEATHER, TIME],
-                extra_body={"structured_outputs": {"regex": pattern}}, temperature=0, max_tokens=220, **kwargs)
+                extra_body={"structured_outputs": {"regex": pattern}}, temperature=0, max_tokens=200, **kwargs)
 
 
 CASES = {

@@ -114,7 +114,7 @@ TEST_CASE("tool grammar: hermes calls of two functions, one call") {
   CHECK(accepts(g, kAdd));
   CHECK(accepts(g, call("get_weather", R"({"city":"","unit":"f"})")));
   CHECK(accepts(g, " \n\t\r" + kAdd));  // leading whitespace
-  CHECK(accepts(g, call("add", R"({"a":1,"b":2,"c":[true]})")));  // add allows other properties
+  CHECK_FALSE(accepts(g, call("add", R"({"a":1,"b":2,"c":[true]})")));  // add lists a and b: closed
 
   CHECK_FALSE(accepts(g, call("get_wether", R"({"city":"Paris","unit":"c"})")));  // no such function
   CHECK_FALSE(accepts(g, call("add", R"({"city":"Paris","unit":"c"})")));        // another's arguments
@@ -283,6 +283,21 @@ TEST_CASE("tool grammar: refused schemas name the function and the schema path")
   GrammarLimits small;
   small.max_elements = 200;
   CHECK_THROWS_AS(tool_call_grammar(kFunctions, hermes(), small), GrammarError);
+}
+
+}  // namespace sluice::grammar
+
+namespace sluice::grammar {
+
+TEST_CASE("tool grammar: arguments hold only the listed properties unless the schema allows others") {
+  // "add" lists a and b and says nothing of additionalProperties: closed, as in xgrammar's strict mode.
+  const auto g = tool_grammar(hermes(false));
+  CHECK(accepts(g, call("add", R"({"a":1,"b":2})")));
+  CHECK_FALSE(accepts(g, call("add", R"({"a":1,"b":2,"c":3})")));
+  CHECK_FALSE(accepts(g, call("add", R"({"a":1,"z":0,"b":2})")));
+  // A schema that allows other names keeps them.
+  const auto open = tool_grammar(hermes(false), {{"f", R"({"properties":{"a":{"type":"integer"}},"additionalProperties":true})"}});
+  CHECK(accepts(open, call("f", R"({"a":1,"b":2})")));
 }
 
 }  // namespace sluice::grammar
