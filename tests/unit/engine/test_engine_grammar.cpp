@@ -163,3 +163,43 @@ TEST_CASE("constrained tokens do not depend on the batch, on n, or on preemption
 
 }  // namespace
 }  // namespace sluice::engine::testing
+
+namespace sluice::engine::testing {
+
+TEST_CASE("a lazy grammar leaves free text free until its trigger, then holds the rest to the grammar") {
+  LoadedFixture f = load_engine_fixture("llama");
+  Engine engine(*f.model, *f.tokenizer, small_config());
+  engine.start();
+  const auto g = compile(f, braced());
+
+  // The trigger never comes: the output is the unconstrained one, token for token.
+  GenerationRequest free_request = constrained("free", 5, nullptr, 30, 11);
+  const ChoiceResult unconstrained = run_one(engine, free_request);
+  GenerationRequest lazy = constrained("lazy", 5, g, 30, 11);
+  lazy.grammar_trigger = GrammarTrigger{.anywhere = {"<tool_call>"}};
+  REQUIRE(unconstrained.text.find("<tool_call>") == std::string::npos);
+  CHECK(run_one(engine, lazy).tokens == unconstrained.tokens);
+
+  // "{" is made the likeliest token: it comes first, starts the grammar ("{" [a-d]{2,8}
+  // "}"), and the rest is held to it up to the closing brace, where the choice ends.
+  GrammarBuilder b;
+  const uint32_t letter = b.codepoints({{'a', 'd'}}, false, "letter");
+  const uint32_t word = b.repeat(GrammarBuilder::ref(letter), 2, 8, "word");
+  const uint32_t root = b.add_rule("root");
+  b.add_alternative(root, {b.byte('{'), GrammarBuilder::ref(word), b.byte('}')});
+  const auto bounded = compile(f, std::move(b).build(root));
+  const std::vector<int32_t> brace = f.tokenizer->encode("{", false, false);
+  REQUIRE(brace.size() == 1);
+  for (uint64_t seed : {1, 2, 3}) {
+    GenerationRequest triggered = constrained("brace" + std::to_string(seed), 7, bounded, 30, seed);
+    triggered.params.logit_bias = make_logit_bias({{brace[0], 30.0f}});
+    triggered.grammar_trigger = GrammarTrigger{.anywhere = {"{"}};
+    const ChoiceResult result = run_one(engine, triggered);
+    INFO("seed " << seed << ": " << result.text);
+    CHECK(std::regex_match(result.text, std::regex(R"(\{[a-d]{2,8}\})")));
+    CHECK(result.finish.reason == FinishReason::stop);
+  }
+  engine.stop();
+}
+
+}  // namespace sluice::engine::testing
