@@ -30,6 +30,8 @@ WEATHER = {
     },
 }
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+# The SDK (2.x) has no sampling arguments any more; sluice still takes them in the body.
+GREEDY = {"temperature": 0}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def client(served):
 
 
 def test_create_plain(client):
-    message = client.messages.create(model="smol-tools", max_tokens=12, temperature=0,
+    message = client.messages.create(model="smol-tools", max_tokens=12, extra_body=GREEDY,
                                      system="You are terse.", messages=ASK)
     assert isinstance(message, anthropic.types.Message)
     assert message.id.startswith("msg_")
@@ -66,9 +68,9 @@ def test_create_plain(client):
 
 def test_stop_sequence_is_reported(client):
     # Greedy, so the plain answer is known; its first word is then a stop sequence.
-    plain = client.messages.create(model="smol-tools", max_tokens=12, temperature=0, messages=ASK)
+    plain = client.messages.create(model="smol-tools", max_tokens=12, extra_body=GREEDY, messages=ASK)
     word = plain.content[0].text.split()[1]
-    stopped = client.messages.create(model="smol-tools", max_tokens=12, temperature=0, messages=ASK,
+    stopped = client.messages.create(model="smol-tools", max_tokens=12, extra_body=GREEDY, messages=ASK,
                                      stop_sequences=[word])
     assert stopped.stop_reason == "stop_sequence"
     assert stopped.stop_sequence == word
@@ -76,8 +78,8 @@ def test_stop_sequence_is_reported(client):
 
 
 def test_stream_text_and_final_message(client):
-    whole = client.messages.create(model="smol-tools", max_tokens=12, temperature=0, messages=ASK)
-    with client.messages.stream(model="smol-tools", max_tokens=12, temperature=0, messages=ASK) as stream:
+    whole = client.messages.create(model="smol-tools", max_tokens=12, extra_body=GREEDY, messages=ASK)
+    with client.messages.stream(model="smol-tools", max_tokens=12, extra_body=GREEDY, messages=ASK) as stream:
         text = "".join(stream.text_stream)
         final = stream.get_final_message()
     assert text == whole.content[0].text
@@ -88,7 +90,7 @@ def test_stream_text_and_final_message(client):
 
 
 def test_raw_event_sequence(client):
-    events = list(client.messages.create(model="smol-tools", max_tokens=6, temperature=0, messages=ASK,
+    events = list(client.messages.create(model="smol-tools", max_tokens=6, extra_body=GREEDY, messages=ASK,
                                          stream=True))
     names = [event.type for event in events]
     assert names[0] == "message_start"
@@ -99,7 +101,7 @@ def test_raw_event_sequence(client):
 
 
 def forced_weather(client, messages=ASK, stream=False):
-    kwargs = dict(model="smol-tools", max_tokens=60, temperature=0, messages=messages, tools=[WEATHER],
+    kwargs = dict(model="smol-tools", max_tokens=60, extra_body=GREEDY, messages=messages, tools=[WEATHER],
                   tool_choice={"type": "tool", "name": "get_weather"})
     if not stream:
         return client.messages.create(**kwargs)
@@ -132,7 +134,7 @@ def test_tool_result_round_trip(client):
         {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in first.content]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "18 degrees, sunny"}]},
     ]
-    answer = client.messages.create(model="smol-tools", max_tokens=16, temperature=0, messages=messages,
+    answer = client.messages.create(model="smol-tools", max_tokens=16, extra_body=GREEDY, messages=messages,
                                     tools=[WEATHER])
     assert answer.stop_reason in ("end_turn", "max_tokens", "tool_use")
     assert answer.content
