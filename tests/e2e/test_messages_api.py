@@ -179,3 +179,15 @@ def test_api_key_is_checked(served):
     wrong = anthropic.Anthropic(base_url=served.url, api_key="sk-wrong", max_retries=0, timeout=60)
     with pytest.raises(anthropic.AuthenticationError):
         wrong.messages.create(model="smol-tools", max_tokens=4, messages=ASK)
+
+
+def test_x_api_key_is_accepted(served):
+    # The 2.x SDK sends its api_key as a Bearer token; older clients and curl examples
+    # send x-api-key, which must work alone.
+    body = json.dumps({"model": "smol-tools", "max_tokens": 2, "messages": ASK})
+    headers = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
+    status, _, raw = request(served, "POST", "/v1/messages", body, {**headers, "x-api-key": API_KEY}, timeout=300)
+    assert status == 200, raw
+    assert json.loads(raw)["type"] == "message"
+    status, _, _ = request(served, "POST", "/v1/messages", body, {**headers, "x-api-key": "sk-wrong"})
+    assert status == 401
