@@ -177,8 +177,10 @@ def test_unknown_model_is_not_found(client):
 
 def test_api_key_is_checked(served):
     wrong = anthropic.Anthropic(base_url=served.url, api_key="sk-wrong", max_retries=0, timeout=60)
-    with pytest.raises(anthropic.AuthenticationError):
+    with pytest.raises(anthropic.AuthenticationError) as caught:
         wrong.messages.create(model="smol-tools", max_tokens=4, messages=ASK)
+    assert caught.value.body == {"type": "error", "error": {"type": "authentication_error",
+                                                          "message": caught.value.body["error"]["message"]}}
 
 
 def test_x_api_key_is_accepted(served):

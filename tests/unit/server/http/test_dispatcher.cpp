@@ -138,6 +138,13 @@ TEST_CASE("API keys: x-api-key (Anthropic's clients) is accepted beside Bearer")
     wrong.set("x-api-key", key);
     CHECK(f.run(wrong).response.result_int() == 401);
   }
+  // Refused on the Messages API: Anthropic's error shape.
+  auto messages = make_request(http::verb::post, "/v1/messages");
+  auto refused = f.run(messages);
+  CHECK(refused.response.result_int() == 401);
+  const auto body = nlohmann::json::parse(refused.response.body());
+  CHECK(body["type"] == "error");
+  CHECK(body["error"]["type"] == "authentication_error");
   // A wrong x-api-key does not spoil a right Bearer key.
   auto both = make_request(http::verb::get, "/v1/models");
   both.set("x-api-key", "nope");
