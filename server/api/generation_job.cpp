@@ -59,6 +59,7 @@ std::string GenerationJob::fold_finish(size_t part, const engine::ChoiceFinish& 
   ChoiceTally& tally = choices_.at(static_cast<size_t>(index));
   tally.num_tokens = settings_.score_only ? 0 : finish.num_completion_tokens;
   tally.finish_reason = std::string(settings_.score_only ? "length" : finish.finish_reason());
+  tally.matched_stop = finish.matched_stop;
   tally.error = finish.error;
   tally.queue_timeout = finish.queue_timeout;
   parts_[part].num_cached_tokens = std::max(parts_[part].num_cached_tokens, finish.num_cached_tokens);

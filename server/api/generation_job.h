@@ -53,6 +53,7 @@ struct ChoiceTally {
   int64_t num_tokens = 0;
   double cumulative_logprob = 0.0;  // best_of: the rank of the choice
   std::optional<std::string> finish_reason;
+  std::string matched_stop;  // the stop string that ended it ("" for EOS or other reasons)
   std::string error;
   bool queue_timeout = false;  // timed out before admission: the queue was busy
 };

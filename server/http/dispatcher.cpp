@@ -4,6 +4,7 @@
 
 #include <exception>
 
+#include "proto/anthropic_messages.h"
 #include "proto/errors.h"
 
 namespace sluice::server {
@@ -12,8 +13,16 @@ namespace {
 // A queue drains in well under a second at typical decode rates.
 constexpr std::string_view kRetryAfterSeconds = "1";
 
-void set_api_error(Response& response, const proto::ApiError& error) {
-  set_error_response(response, error.status, proto::error_body(error));
+// The Anthropic Messages API's clients read its own error shape, refusals before
+// the route included.
+bool is_messages_api(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path == "/v1/messages" || path.starts_with("/v1/messages/");
+}
+
+void set_api_error(Response& response, const proto::ApiError& error, std::string_view target = {}) {
+  set_error_response(response, error.status,
+                     is_messages_api(target) ? proto::anthropic_error_body(error) : proto::error_body(error));
 }
 
 }  // namespace
@@ -56,15 +65,15 @@ asio::awaitable<Dispatched> Dispatcher::dispatch(const Request& request,
   bool is_public = match.route && match.route->is_public;
   if (!is_public && !auth_.allows(request)) {
     // Unknown paths ask for a key too, so they reveal nothing about the routes.
-    set_api_error(out.response, proto::unauthorized());
+    set_api_error(out.response, proto::unauthorized(), request.target());
     out.response.set(http::field::www_authenticate, "Bearer");
   } else if (match.kind == RouteMatch::Kind::not_found) {
     set_api_error(out.response, proto::not_found_route(std::string(request.method_string()),
                                                        std::string(request.target())));
   } else if (match.kind == RouteMatch::Kind::method_not_allowed) {
     std::string path(request.target().substr(0, request.target().find('?')));
-    set_api_error(out.response,
-                  proto::method_not_allowed(std::string(request.method_string()), path));
+    set_api_error(out.response, proto::method_not_allowed(std::string(request.method_string()), path),
+                  request.target());
     out.response.set(http::field::allow, match.allow);
   } else {
     out.route = Router::metrics_label(match);

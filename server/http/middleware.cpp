@@ -49,6 +49,12 @@ ApiKeyAuth::ApiKeyAuth(std::vector<std::string> keys) : keys_(std::move(keys)) {
 
 bool ApiKeyAuth::allows(const Request& request) const {
   if (keys_.empty()) return true;
+  // Anthropic's clients send the key as `x-api-key`.
+  if (auto key = request.find("x-api-key"); key != request.end()) {
+    bool ok = false;
+    for (const auto& configured : keys_) ok |= equal_constant_time(key->value(), configured);
+    if (ok) return true;
+  }
   auto it = request.find(http::field::authorization);
   if (it == request.end()) return false;
   std::string_view value = it->value();

@@ -14,7 +14,8 @@ namespace sluice::server {
 std::string request_id_for(const Request& request);
 std::string make_request_id();
 
-// API keys sent as `Authorization: Bearer <key>`; any configured key is accepted.
+// API keys sent as `Authorization: Bearer <key>` or `x-api-key: <key>` (Anthropic's
+// clients); any configured key is accepted.
 class ApiKeyAuth {
  public:
   explicit ApiKeyAuth(std::vector<std::string> keys);

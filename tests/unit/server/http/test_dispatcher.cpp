@@ -127,6 +127,31 @@ TEST_CASE("API keys guard every route but the public ones") {
   }
 }
 
+TEST_CASE("API keys: x-api-key (Anthropic's clients) is accepted beside Bearer") {
+  Fixture f({"k1", "k2"});
+  auto request = make_request(http::verb::get, "/v1/models");
+  request.set("x-api-key", "k2");
+  CHECK(f.run(request).response.result_int() == 200);
+  for (const char* key : {"k", "k11", "", "Bearer k1"}) {
+    CAPTURE(key);
+    auto wrong = make_request(http::verb::get, "/v1/models");
+    wrong.set("x-api-key", key);
+    CHECK(f.run(wrong).response.result_int() == 401);
+  }
+  // Refused on the Messages API: Anthropic's error shape.
+  auto messages = make_request(http::verb::post, "/v1/messages");
+  auto refused = f.run(messages);
+  CHECK(refused.response.result_int() == 401);
+  const auto body = nlohmann::json::parse(refused.response.body());
+  CHECK(body["type"] == "error");
+  CHECK(body["error"]["type"] == "authentication_error");
+  // A wrong x-api-key does not spoil a right Bearer key.
+  auto both = make_request(http::verb::get, "/v1/models");
+  both.set("x-api-key", "nope");
+  both.set(http::field::authorization, "Bearer k1");
+  CHECK(f.run(both).response.result_int() == 200);
+}
+
 TEST_CASE("CORS preflight answers allowed origins and refuses others") {
   Fixture f({"key"}, {"https://app.example"});
   auto preflight = make_request(http::verb::options, "/v1/models");

@@ -1,0 +1,40 @@
+#pragma once
+// POST /v1/messages and /v1/messages/count_tokens (the Anthropic Messages API): the
+// body validated and translated into the chat request sluice already serves, and the
+// Anthropic error shape. The translation: `system` becomes a leading system message;
+// an assistant's tool_use blocks become its tool_calls (arguments: the input object as
+// JSON text); a user's tool_result blocks become tool messages (before the user's
+// text, as Anthropic orders them); tools' input_schema is the function's parameters;
+// tool_choice any -> required, tool -> the named function; thinking -> the
+// template's enable_thinking. Errors name the Anthropic field ("messages[1].content[0].id").
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "proto/chat.h"
+#include "proto/errors.h"
+
+namespace sluice::proto {
+
+struct MessagesRequest : ChatRequest {
+  // The same request as a /v1/chat/completions body, key order kept: what the tools'
+  // ordered schemas are read from (read_tools_in_order).
+  std::string chat_body;
+};
+
+using MessagesParse = std::variant<MessagesRequest, ApiError>;
+
+// `count_tokens`: the count_tokens body (no max_tokens, no sampling, no stream).
+MessagesParse parse_messages_request(std::string_view body, const ParseOptions& parse = {},
+                                     bool count_tokens = false);
+
+// {"type":"error","error":{"type": ..., "message": ...}}; the type follows the status
+// (400 invalid_request_error, 401 authentication_error, 403 permission_error, 404
+// not_found_error, 413 request_too_large, 429 rate_limit_error, 503 overloaded_error,
+// else api_error).
+std::string anthropic_error_body(const ApiError& error);
+// The same made from an OpenAI-shaped error body (what the shared generation code
+// writes): its message kept; a body that is not one gives a generic message.
+std::string anthropic_error_from_openai(int status, std::string_view openai_body);
+
+}  // namespace sluice::proto
