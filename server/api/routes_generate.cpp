@@ -3,289 +3,23 @@
 // of the engine's events (one JSON body or an SSE stream) while watching the client.
 #include "server/api/routes_generate.h"
 
-#include <spdlog/spdlog.h>
-
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
-#include "engine/chat/jinja/template_error.h"
 #include "proto/chat.h"
-#include "proto/chat_render.h"
-#include "proto/template_kwargs.h"
 #include "proto/completions.h"
 #include "proto/errors.h"
 #include "proto/responses.h"
 #include "server/api/chat_format.h"
-#include "server/api/chat_tools.h"
 #include "server/api/completions_format.h"
+#include "server/api/generate_common.h"
 #include "server/api/generation_job.h"
-#include "server/api/response_budget.h"
-#include "server/api/submit_error.h"
 #include "server/api/text_fit.h"
-#include "server/http/chunked_writer.h"
-#include "server/http/client_identity.h"
-#include "server/http/stream_watch.h"
 
 namespace sluice::server {
 namespace {
-
-// One prompt, ready for the engine.
-struct PreparedPrompt {
-  std::vector<int32_t> tokens;
-  std::string echo;  // completions with echo: the prompt text
-};
-
-void set_error(Response& response, const proto::ApiError& error) {
-  response.result(static_cast<unsigned>(error.status));
-  response.set(http::field::content_type, "application/json");
-  response.body() = proto::error_body(error);
-}
-
-TokenPiece token_piece(const ModelService& model) {
-  return [&tok = model.tokenizer()](int32_t token) { return tok.token_to_piece(token); };
-}
-
-void cancel_all(GenerationJob& job, ModelService& model) {
-  for (JobPart& part : job.parts()) {
-    part.stream->cancel();
-    model.engine().abort(part.stream->request_id());
-  }
-}
-
-// Submits one engine request per prompt, all or nothing: the engine validates every
-// prompt before it queues any, so a refusal of a later prompt aborts nothing. The
-// job gets the streams only once the engine has taken them.
-std::optional<proto::ApiError> submit(GenerationJob& job, ModelService& model, const proto::GenerationOptions& options,
-                                      std::vector<PreparedPrompt> prompts, const ResponseShape& shape,
-                                      uint64_t client_id, const config::Config& config,
-                                      const std::shared_ptr<grammar::CompiledGrammar>& grammar,
-                                      const std::optional<engine::GrammarTrigger>& trigger) {
-  const auto now = engine::Clock::now();
-  auto after = [&](double seconds) {
-    return now + std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double>(seconds));
-  };
-  const std::string& id = job.settings().header.id;
-  std::vector<engine::GenerationRequest> requests;
-  requests.reserve(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    engine::GenerationRequest request;
-    request.request_id = id + "-" + std::to_string(i);
-    request.prompt_tokens = std::move(prompts[i].tokens);
-    // A copy of the params with the model's defaults filled in (logit_bias is shared, not copied).
-    request.params = engine::apply_generation_defaults(
-        model.generation_defaults(), options.given, options.sampling,
-        static_cast<int64_t>(request.prompt_tokens.size()), model.engine().max_model_len());
-    request.stop = options.stop;
-    request.stop_token_ids = options.stop_token_ids;
-    request.include_stop_str_in_output = options.include_stop_str_in_output;
-    request.skip_special_tokens = options.skip_special_tokens;
-    request.prompt_param = shape.chat ? "messages" : "prompt";
-    request.priority = options.priority;
-    request.deadline = after(options.timeout_s.value_or(config.request_timeout_s));
-    request.queue_deadline = after(config.queue_timeout_s);
-    request.group_id = id;  // its prompts share one turn in the queue
-    request.client_id = client_id;
-    request.grammar = grammar;
-    if (grammar) request.grammar_trigger = trigger;
-    requests.push_back(std::move(request));
-  }
-  if (auto error = check_response_logprobs(requests, shape, model.engine().max_model_len(),
-                                            config.max_response_logprobs))
-    return error;
-  std::vector<int64_t> num_prompt_tokens;
-  for (const auto& request : requests) num_prompt_tokens.push_back(static_cast<int64_t>(request.prompt_tokens.size()));
-  std::vector<std::shared_ptr<engine::RequestStream>> streams;
-  engine::SubmitResult result = model.engine().submit_all(std::move(requests), streams);
-  if (!result.ok()) return submit_error(result);
-  for (size_t i = 0; i < streams.size(); ++i) job.add_part(std::move(streams[i]), num_prompt_tokens[i]);
-  return std::nullopt;
-}
-
-asio::awaitable<void> answer_whole(Exchange& ex, GenerationJob& job, ModelService& model, StreamWatch& watch) {
-  while (!job.is_done() && !watch.is_client_gone()) {
-    job.fold_waiting(/*streaming=*/false);
-    if (!job.is_done()) co_await watch.wait();
-  }
-  if (watch.is_client_gone()) {
-    cancel_all(job, model);
-    set_error(ex.response, {499, "The client closed the request.", "invalid_request_error", "", "client_closed"});
-    co_return;
-  }
-  if (job.has_failed()) {
-    set_error(ex.response, job.failure_error(ex.request_id));
-    co_return;
-  }
-  if (job.is_timed_out_empty()) {
-    set_timeout_error(ex.response, job.is_queue_timeout());
-    co_return;
-  }
-  ex.response.result(http::status::ok);
-  ex.response.set(http::field::content_type, "application/json");
-  ex.response.body() = job.whole_body();
-}
-
-asio::awaitable<void> answer_stream(Exchange& ex, GenerationJob& job, ModelService& model, StreamWatch& watch) {
-  ChunkedWriter writer(ex, "text/event-stream");
-  const std::string opening = job.open_stream();
-  bool ok = co_await writer.begin();
-  if (ok) ok = co_await writer.send(opening);
-  bool failed = false;
-  while (ok && !job.is_done() && !watch.is_client_gone()) {
-    const std::string events = job.fold_waiting(/*streaming=*/true);
-    ok = co_await writer.send(events);
-    if ((failed = job.has_failed())) break;
-    if (ok && !job.is_done()) co_await watch.wait();
-  }
-  if (!ok || watch.is_client_gone() || failed) cancel_all(job, model);
-  if (!ok || watch.is_client_gone()) co_return;  // nobody to tell
-  if (failed) {
-    const std::string error_event = job.error_event(job.failure_error(ex.request_id));
-    co_await writer.send(error_event);
-    co_await writer.end();
-    ex.keep_alive_after = false;
-    co_return;
-  }
-  const std::string closing = job.close_stream();
-  bool sent = co_await writer.send(closing);
-  if (sent) co_await writer.end();
-}
-
-// The request's output constraint compiled on the tokenizer pool (a large schema on a
-// large vocabulary can take a while the first time; the model's cache keeps it).
-// Unenforced keywords (json_schema with strict false) are named in a response
-// header. On a refusal the response is set and nothing is returned.
-asio::awaitable<std::optional<std::shared_ptr<grammar::CompiledGrammar>>> compile_constraint(
-    Exchange& ex, ModelService& model, const proto::GenerationOptions& options, PrepPool& prep) {
-  using Compiled = std::variant<grammar::CompiledSpec, proto::ApiError>;
-  if (!options.structured_output) co_return std::shared_ptr<grammar::CompiledGrammar>();
-  const proto::StructuredOutput& constraint = *options.structured_output;
-  auto compiled = co_await prep.run([&]() -> Compiled {
-    try {
-      return model.compile_structured_output(constraint.spec);
-    } catch (const grammar::GrammarError& e) {
-      return proto::invalid_request("Invalid '" + constraint.param + "': " + e.what(), constraint.param);
-    }
-  });
-  if (!compiled) {
-    set_error(ex.response, prep_pool_full(prep));
-    co_return std::nullopt;
-  }
-  if (auto* error = std::get_if<proto::ApiError>(&*compiled)) {
-    set_error(ex.response, *error);
-    co_return std::nullopt;
-  }
-  grammar::CompiledSpec& spec = std::get<grammar::CompiledSpec>(*compiled);
-  if (!spec.unenforced.empty()) {
-    std::string names;
-    for (const std::string& item : spec.unenforced) names += (names.empty() ? "" : "; ") + item;
-    ex.response.set("x-sluice-unenforced-constraints", names);
-  }
-  co_return std::move(spec.grammar);
-}
-
-// A chat request's tool-call grammar, compiled before generation (see chat_tools.h).
-struct ToolConstraint {
-  std::shared_ptr<grammar::CompiledGrammar> grammar;
-  std::optional<engine::GrammarTrigger> trigger;  // tool_choice auto: where it starts
-};
-
-// Everything after parsing, shared by both APIs. `tools`: a chat request's tool-call
-// grammar, which replaces the request's own constraint (they never come together).
-asio::awaitable<void> generate(Exchange& ex, ModelService& model, GenerationJob& job,
-                               const proto::GenerationOptions& options, std::vector<PreparedPrompt> prompts,
-                               const ResponseShape& shape, const config::Config& config, PrepPool& prep,
-                               const ToolConstraint* tools = nullptr) {
-  const uint64_t client_id = client_identity(ex.request, config);
-  std::optional<std::shared_ptr<grammar::CompiledGrammar>> grammar;
-  std::optional<engine::GrammarTrigger> trigger;
-  if (tools != nullptr && tools->grammar) {
-    grammar = tools->grammar;
-    trigger = tools->trigger;
-  } else {
-    grammar = co_await compile_constraint(ex, model, options, prep);
-    if (!grammar) co_return;
-  }
-  if (auto error = submit(job, model, options, std::move(prompts), shape, client_id, config, *grammar, trigger)) {
-    set_error(ex.response, *error);
-    co_return;
-  }
-  StreamWatch watch(co_await asio::this_coro::executor, ex.connection);
-  for (JobPart& part : job.parts()) watch.attach(*part.stream);
-  std::exception_ptr failure;
-  try {
-    if (options.stream && ex.connection) {
-      co_await answer_stream(ex, job, model, watch);
-    } else {
-      co_await answer_whole(ex, job, model, watch);
-    }
-  } catch (...) {
-    failure = std::current_exception();
-    cancel_all(job, model);
-  }
-  co_await watch.finish();
-  if (failure) std::rethrow_exception(failure);
-}
-
-// The model a request names, or the error: 400 for a speech model, 503 while models
-// are still loading, 404 once they are all in.
-ModelService* find_model(Exchange& ex, const ModelServices& services, const std::string& name) {
-  ModelService* model = services.find(name);
-  if (!model && services.find_speech(name)) {
-    set_error(ex.response, proto::invalid_request("The model '" + name + "' is a speech model: use /v1/audio/speech.",
-                                                  "model"));
-  } else if (!model) {
-    set_error(ex.response, services.all_loaded() ? proto::model_not_found(name)
-                                                 : proto::not_ready("Models are still loading"));
-  }
-  return model;
-}
-
-std::optional<proto::ApiError> check_timeout(const proto::GenerationOptions& options,
-                                             const config::Config& config) {
-  if (options.timeout_s && *options.timeout_s > config.max_request_timeout_s) {
-    return proto::invalid_request("'timeout' must be at most " +
-                                      nlohmann::json(config.max_request_timeout_s).dump() + " seconds.",
-                                  "timeout");
-  }
-  return std::nullopt;
-}
-
-proto::ParseOptions parse_options(const config::Config& config) {
-  return {.strict_fields = config.strict_request_fields, .allow_priority = config.allow_priority};
-}
-
-void log_ignored(const Exchange& ex, const proto::GenerationOptions& options) {
-  for (const std::string& field : options.ignored_fields)
-    spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
-}
-
-// The body parsed by `parse` on the tokenizer pool (a body of megabytes costs
-// milliseconds: off the I/O thread too), its ignored fields logged and its timeout
-// checked. On a refusal the response is set and nothing is returned.
-template <class Request, class Parse>
-asio::awaitable<std::optional<Request>> parse_body(Exchange& ex, const config::Config& config, PrepPool& prep,
-                                                   Parse parse) {
-  auto parsed_or_busy = co_await prep.run([&] { return parse(ex.request.body(), parse_options(config)); });
-  if (!parsed_or_busy) {
-    set_error(ex.response, prep_pool_full(prep));
-    co_return std::nullopt;
-  }
-  if (auto* error = std::get_if<proto::ApiError>(&*parsed_or_busy)) {
-    set_error(ex.response, *error);
-    co_return std::nullopt;
-  }
-  Request request = std::get<Request>(std::move(*parsed_or_busy));
-  log_ignored(ex, request);
-  if (auto error = check_timeout(request, config)) {
-    set_error(ex.response, *error);
-    co_return std::nullopt;
-  }
-  co_return request;
-}
 
 asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& services,
                                          const config::Config& config, PrepPool& prep) {
@@ -360,53 +94,6 @@ asio::awaitable<void> handle_completions(Exchange& ex, const ModelServices& serv
   co_await generate(ex, *model, job, request, std::move(prompts), shape, config, prep);
 }
 
-// tool_choice required, a named function or auto: the grammar of the allowed calls,
-// compiled on the tokenizer pool. On a refusal the response is set and nothing is
-// returned.
-asio::awaitable<std::optional<ToolConstraint>> compile_tool_constraint(Exchange& ex, ModelService& model,
-                                                                       const proto::ChatRequest& request,
-                                                                       const ChatToolPlan& plan,
-                                                                       const proto::OrderedTools& ordered,
-                                                                       PrepPool& prep) {
-  ToolConstraint constraint;
-  if (plan.constrained_functions.empty()) co_return constraint;
-  std::vector<grammar::ToolFunctionSchema> functions;
-  for (size_t i : plan.constrained_functions) {
-    const proto::ChatTool& tool = request.tools[i];
-    functions.push_back({tool.name, i < ordered.parameters.size() ? ordered.parameters[i] : std::string(),
-                         tool.strict.value_or(false)});
-  }
-  using Compiled = std::variant<grammar::CompiledSpec, proto::ApiError>;
-  auto compiled = co_await prep.run([&]() -> Compiled {
-    try {
-      return model.compile_tool_calls(functions, plan.grammar);
-    } catch (const grammar::ToolSchemaError& e) {
-      const proto::ChatTool& tool = request.tools[plan.constrained_functions.at(e.function_index())];
-      const std::string param = tool.param + (tool.param.starts_with("functions") ? ".parameters" : ".function.parameters");
-      return proto::invalid_request("Invalid '" + param + "': " + e.what(), param);
-    } catch (const grammar::GrammarError& e) {
-      return proto::invalid_request(std::string("The tools cannot be enforced: ") + e.what(), "tools");
-    }
-  });
-  if (!compiled) {
-    set_error(ex.response, prep_pool_full(prep));
-    co_return std::nullopt;
-  }
-  if (auto* error = std::get_if<proto::ApiError>(&*compiled)) {
-    set_error(ex.response, *error);
-    co_return std::nullopt;
-  }
-  grammar::CompiledSpec& spec = std::get<grammar::CompiledSpec>(*compiled);
-  if (!spec.unenforced.empty()) {
-    std::string names;
-    for (const std::string& item : spec.unenforced) names += (names.empty() ? "" : "; ") + item;
-    ex.response.set("x-sluice-unenforced-constraints", names);
-  }
-  constraint.grammar = std::move(spec.grammar);
-  if (plan.lazy) constraint.trigger = grammar_trigger(plan, model.chat_syntax());
-  co_return constraint;
-}
-
 asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, const config::Config& config,
                                   PrepPool& prep) {
   auto parsed = co_await parse_body<proto::ChatRequest>(
@@ -423,55 +110,19 @@ asio::awaitable<void> handle_chat(Exchange& ex, const ModelServices& services, c
                                                   "model"));
     co_return;
   }
-  auto planned = plan_chat_tools(request, request.model, model->chat_syntax(), config);
-  if (auto* error = std::get_if<proto::ApiError>(&planned)) {
-    set_error(ex.response, *error);
-    co_return;
-  }
-  ChatToolPlan& plan = std::get<ChatToolPlan>(planned);
-  size_t num_content_bytes = 0;  // the rendered prompt holds at least the contents
-  for (const proto::ChatMessage& message : request.messages) num_content_bytes += message.content.size();
-  const int64_t min_tokens = model->token_bound().min_tokens_of_bytes(num_content_bytes);
-  if (auto error = text_too_long(model->max_model_len(), min_tokens, num_content_bytes, "messages")) {
-    set_error(ex.response, *error);
-    co_return;
-  }
-  proto::OrderedTools ordered;
-  std::optional<std::vector<int32_t>> tokens;
-  try {
-    tokens = co_await prep.run([&] {
-      if (!request.tools.empty()) ordered = proto::read_tools_in_order(ex.request.body(), request);
-      std::optional<chat::Value> tools;
-      if (plan.render_tools) tools = proto::template_value(ordered.for_template);
-      const std::string text = model->render_chat(request.messages, /*add_generation_prompt=*/true,
-                                                  request.chat_template_kwargs, tools ? &*tools : nullptr);
-      start_from_prompt(plan, text);
-      // The template writes the special tokens itself (vLLM's default: no BOS added).
-      return model->tokenizer().encode(text, request.add_special_tokens.value_or(false),
-                                           /*parse_special=*/true);
-    });
-  } catch (const chat::TemplateError& e) {
-    set_error(ex.response, proto::invalid_request(std::string("The chat template rejected the messages: ") +
-                                                      e.what(), "messages"));
-    co_return;
-  }
-  if (!tokens) {
-    set_error(ex.response, prep_pool_full(prep));
-    co_return;
-  }
-  auto tool_constraint = co_await compile_tool_constraint(ex, *model, request, plan, ordered, prep);
-  if (!tool_constraint) co_return;
+  auto prepared = co_await prepare_chat(ex, *model, request, ex.request.body(), config, prep);
+  if (!prepared) co_return;
   std::vector<PreparedPrompt> prompts(1);
-  prompts[0].tokens = std::move(*tokens);
+  prompts[0].tokens = std::move(prepared->tokens);
   const bool want_logprobs = request.sampling.logprobs.has_value();
   JobSettings settings{.header = {proto::new_chat_completion_id(), proto::unix_now(), request.model},
                        .want_logprobs = want_logprobs,
                        .include_usage = request.include_usage,
                        .continuous_usage = request.continuous_usage_stats};
-  GenerationJob job(std::move(settings), std::make_unique<ChatFormat>(plan.output), token_piece(*model));
+  GenerationJob job(std::move(settings), std::make_unique<ChatFormat>(prepared->plan.output), token_piece(*model));
   const ResponseShape shape{.chat = true, .streaming = request.stream, .want_logprobs = want_logprobs,
                             .num_returned = request.sampling.n};
-  co_await generate(ex, *model, job, request, std::move(prompts), shape, config, prep, &*tool_constraint);
+  co_await generate(ex, *model, job, request, std::move(prompts), shape, config, prep, &prepared->tools);
 }
 
 }  // namespace
