@@ -14,19 +14,19 @@ using Error = std::optional<ApiError>;
 
 // The shared error wording (fields.h) takes the sorted DOM; only the type name of
 // the value is used, so a copy is made only on the error path.
-ApiError type_error(const std::string& param, std::string_view expected, const OJson& got) {
+ApiError wrong_type(const std::string& param, std::string_view expected, const OJson& got) {
   return fields::type_error(param, expected, fields::Json::parse(got.dump()));
 }
 
 Error read_string(const OJson& v, const std::string& param, std::string& out) {
-  if (!v.is_string()) return type_error(param, "a string", v);
+  if (!v.is_string()) return wrong_type(param, "a string", v);
   out = v.get<std::string>();
   return std::nullopt;
 }
 
 Error read_bool(const OJson& v, const std::string& param, bool& out) {
   if (v.is_null()) return std::nullopt;
-  if (!v.is_boolean()) return type_error(param, "a boolean", v);
+  if (!v.is_boolean()) return wrong_type(param, "a boolean", v);
   out = v.get<bool>();
   return std::nullopt;
 }
@@ -42,12 +42,12 @@ Error read_content(const OJson& v, const std::string& param, OJson& out) {
     out = v;
     return std::nullopt;
   }
-  if (!v.is_array()) return type_error(param, "a string or an array of content parts", v);
+  if (!v.is_array()) return wrong_type(param, "a string or an array of content parts", v);
   out = OJson::array();
   for (size_t j = 0; j < v.size(); ++j) {
     const OJson& part = v[j];
     const std::string part_param = at(param, j);
-    if (!part.is_object()) return type_error(part_param, "an object", part);
+    if (!part.is_object()) return wrong_type(part_param, "an object", part);
     auto type = part.find("type");
     if (type == part.end() || !type->is_string()) return fields::missing_field(part_param + ".type");
     const std::string kind = type->get<std::string>();
@@ -147,12 +147,12 @@ Error read_input(const OJson& v, OJson& messages) {
     messages.push_back({{"role", "user"}, {"content", v}});
     return std::nullopt;
   }
-  if (!v.is_array()) return type_error(param, "a string or an array of input items", v);
+  if (!v.is_array()) return wrong_type(param, "a string or an array of input items", v);
   if (v.empty()) return invalid_request("'input' must hold at least one item.", param);
   for (size_t i = 0; i < v.size(); ++i) {
     const OJson& item = v[i];
     const std::string item_param = at(param, i);
-    if (!item.is_object()) return type_error(item_param, "an object", item);
+    if (!item.is_object()) return wrong_type(item_param, "an object", item);
     std::string type = "message";
     if (auto t = item.find("type"); t != item.end() && !t->is_null()) {
       if (auto e = read_string(*t, item_param + ".type", type)) return e;
@@ -184,12 +184,12 @@ Error read_input(const OJson& v, OJson& messages) {
 // form ({type, function: {...}}), in the client's key order.
 Error read_tools(const OJson& v, OJson& out) {
   if (v.is_null()) return std::nullopt;
-  if (!v.is_array()) return type_error("tools", "an array of tools", v);
+  if (!v.is_array()) return wrong_type("tools", "an array of tools", v);
   out = OJson::array();
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string param = at("tools", i);
     const OJson& tool = v[i];
-    if (!tool.is_object()) return type_error(param, "an object", tool);
+    if (!tool.is_object()) return wrong_type(param, "an object", tool);
     auto type = tool.find("type");
     if (type == tool.end() || type->is_null()) return fields::missing_field(param + ".type");
     std::string kind;
@@ -219,7 +219,7 @@ Error read_tool_choice(const OJson& v, OJson& out) {
     out = v;  // the chat parser checks the value
     return std::nullopt;
   }
-  if (!v.is_object()) return type_error("tool_choice", "a string or an object", v);
+  if (!v.is_object()) return wrong_type("tool_choice", "a string or an object", v);
   auto type = v.find("type");
   if (type == v.end() || !type->is_string()) return fields::missing_field("tool_choice.type");
   if (*type != "function") {
@@ -243,16 +243,16 @@ Error read_tool_choice(const OJson& v, OJson& out) {
 Error read_text(const OJson& v, OJson& response_format, OJson& echo) {
   echo = {{"format", {{"type", "text"}}}};
   if (v.is_null()) return std::nullopt;
-  if (!v.is_object()) return type_error("text", "an object", v);
+  if (!v.is_object()) return wrong_type("text", "an object", v);
   for (const auto& [key, value] : v.items()) {
     if (key == "verbosity") {
-      if (!value.is_null() && !value.is_string()) return type_error("text.verbosity", "a string", value);
+      if (!value.is_null() && !value.is_string()) return wrong_type("text.verbosity", "a string", value);
       if (!value.is_null()) echo["verbosity"] = value;
       continue;
     }
     if (key != "format") return fields::unknown_field("text." + key);
     if (value.is_null()) continue;
-    if (!value.is_object()) return type_error("text.format", "an object", value);
+    if (!value.is_object()) return wrong_type("text.format", "an object", value);
     auto type = value.find("type");
     if (type == value.end() || !type->is_string()) return fields::missing_field("text.format.type");
     const std::string kind = type->get<std::string>();
@@ -286,10 +286,10 @@ Error read_text(const OJson& v, OJson& response_format, OJson& echo) {
 Error read_reasoning(const OJson& v, OJson& echo) {
   echo = {{"effort", nullptr}, {"summary", nullptr}};
   if (v.is_null()) return std::nullopt;
-  if (!v.is_object()) return type_error("reasoning", "an object", v);
+  if (!v.is_object()) return wrong_type("reasoning", "an object", v);
   for (const auto& [key, value] : v.items()) {
     if (key != "effort" && key != "summary" && key != "generate_summary") return fields::unknown_field("reasoning." + key);
-    if (!value.is_null() && !value.is_string()) return type_error("reasoning." + key, "a string", value);
+    if (!value.is_null() && !value.is_string()) return wrong_type("reasoning." + key, "a string", value);
     if (key != "generate_summary") echo[key] = value;
   }
   return std::nullopt;
@@ -297,9 +297,9 @@ Error read_reasoning(const OJson& v, OJson& echo) {
 
 Error read_metadata(const OJson& v, OJson& out) {
   if (v.is_null()) return std::nullopt;
-  if (!v.is_object()) return type_error("metadata", "an object", v);
+  if (!v.is_object()) return wrong_type("metadata", "an object", v);
   for (const auto& [key, value] : v.items()) {
-    if (!value.is_string()) return type_error("metadata." + key, "a string", value);
+    if (!value.is_string()) return wrong_type("metadata." + key, "a string", value);
   }
   out = v;
   return std::nullopt;
@@ -411,8 +411,9 @@ std::string renamed(std::string text) {
       {"messages", "input"},
   };
   for (const auto& [from, to] : kNames) {
-    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + std::string_view(to).size()))
-      text.replace(at, std::string_view(from).size(), to);
+    for (size_t pos = text.find(from); pos != std::string::npos;
+         pos = text.find(from, pos + std::string_view(to).size()))
+      text.replace(pos, std::string_view(from).size(), to);
   }
   return text;
 }

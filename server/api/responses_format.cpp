@@ -43,7 +43,7 @@ ResponsesFormat::ResponsesFormat(ChatOutputOptions output, nlohmann::ordered_jso
 
 std::string ResponsesFormat::event(const char* type, nlohmann::ordered_json data) {
   OJson out = {{"type", type}, {"sequence_number", sequence_++}};
-  for (auto& [key, value] : data.items()) out[key] = std::move(value);
+  for (const auto& [key, value] : data.items()) out[key] = value;
   if (!streaming_) return {};
   return std::string("event: ") + type + "\n" + proto::sse_event(out);
 }
@@ -120,7 +120,10 @@ std::string ResponsesFormat::apply(const OutputEvent& ev) {
   auto text_item = [&](Item::Kind kind, const char* prefix) {
     if (open_kind() && *open_kind() == kind) return;
     out += close_open_item("completed");
-    out += open_item({.kind = kind, .id = prefix + random_hex(32)});
+    Item item;
+    item.kind = kind;
+    item.id = prefix + random_hex(32);
+    out += open_item(std::move(item));
   };
   switch (ev.kind) {
     case OutputEvent::Kind::content:
@@ -139,13 +142,16 @@ std::string ResponsesFormat::apply(const OutputEvent& ev) {
                    {{"item_id", items_.back().id}, {"output_index", static_cast<int64_t>(items_.size() - 1)},
                     {"content_index", 0}, {"delta", ev.text}});
       break;
-    case OutputEvent::Kind::call_begin:
+    case OutputEvent::Kind::call_begin: {
       out += close_open_item("completed");
-      out += open_item({.kind = Item::Kind::function_call,
-                        .id = "fc_" + random_hex(32),
-                        .name = ev.text,
-                        .call_id = proto::new_tool_call_id()});
+      Item call;
+      call.kind = Item::Kind::function_call;
+      call.id = "fc_" + random_hex(32);
+      call.name = ev.text;
+      call.call_id = proto::new_tool_call_id();
+      out += open_item(std::move(call));
       break;
+    }
     case OutputEvent::Kind::call_arguments:
       if (ev.text.empty() || !open_kind() || *open_kind() != Item::Kind::function_call) break;
       items_.back().text += ev.text;

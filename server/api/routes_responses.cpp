@@ -50,7 +50,7 @@ void keep(ResponseStore& store, const ParsedResponses& parsed, const ResponsesFo
   for (const OJson& message : parsed.request.input_messages) conversation.push_back(message);
   for (const OJson& message : format.output_messages()) conversation.push_back(message);
   const OJson& response = format.final_response();
-  store.put(response["id"].get<std::string>(), {proto::dump_json(response), proto::dump_json(conversation)});
+  store.put(response.at("id").get<std::string>(), {proto::dump_json(response), proto::dump_json(conversation)});
 }
 
 asio::awaitable<void> handle_create(Exchange& ex, const ModelServices& services, const config::Config& config,

@@ -127,7 +127,7 @@ TEST_CASE("responses format: whole body with reasoning, a message and a function
   CHECK(r["usage"]["input_tokens"] == 7);
   CHECK(r["usage"]["output_tokens"] == 9);
   CHECK(r["usage"]["total_tokens"] == 16);
-  CHECK(r["usage"]["output_tokens_details"]["reasoning_tokens"] == 4);
+  CHECK(r["usage"]["output_tokens_details"]["reasoning_tokens"] == 3);
   CHECK(r["usage"]["input_tokens_details"]["cached_tokens"] == 0);
 }
 
