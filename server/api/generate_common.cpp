@@ -181,7 +181,7 @@ asio::awaitable<std::optional<std::shared_ptr<grammar::CompiledGrammar>>> compil
 
 }  // namespace
 
-// Everything after parsing, shared by both APIs. `tools`: a chat request's tool-call
+// Everything after parsing, shared by every API. `tools`: a chat request's tool-call
 // grammar, which replaces the request's own constraint (they never come together).
 asio::awaitable<void> generate(Exchange& ex, ModelService& model, GenerationJob& job,
                                const proto::GenerationOptions& options, std::vector<PreparedPrompt> prompts,

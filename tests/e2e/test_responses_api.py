@@ -78,12 +78,14 @@ def test_plain_create(client):
 
 
 def test_instructions_reach_the_prompt(client):
-    plain = client.responses.create(model=MODEL, input="Say hello.", max_output_tokens=4, temperature=0)
-    instructed = client.responses.create(model=MODEL, input="Say hello.", instructions="You are a pirate.",
-                                         max_output_tokens=4, temperature=0)
-    assert instructed.instructions == "You are a pirate."
-    # The system message is in the prompt: more input tokens than without it.
-    assert instructed.usage.input_tokens > plain.usage.input_tokens
+    short = client.responses.create(model=MODEL, input="Say hello.", instructions="You are a pirate.",
+                                    max_output_tokens=4, temperature=0)
+    longer = client.responses.create(model=MODEL, input="Say hello.",
+                                     instructions="You are a pirate. " + "Say arr in every sentence. " * 4,
+                                     max_output_tokens=4, temperature=0)
+    assert short.instructions == "You are a pirate."
+    # The instructions are the prompt's system message: longer ones, more input tokens.
+    assert longer.usage.input_tokens >= short.usage.input_tokens + 4 * 5
 
 
 def test_function_call_and_output_round_trip(client):
