@@ -64,6 +64,10 @@ struct Config {
   int tokenizer_queue_size = 64;       // requests tokenizing or waiting to; more get 429
   // Log-probability entries one response may hold (choices x tokens x (1 + logprobs)).
   int64_t max_response_logprobs = 1'000'000;
+  // /v1/responses with store: kept in memory, least recently used out first.
+  int64_t responses_store_max_count = 10'000;
+  uint64_t responses_store_max_bytes = 256u << 20;
+  double responses_store_ttl_s = 3600;  // 0: kept until evicted
 
   // Access control
   std::vector<std::string> api_keys;      // empty: no authentication

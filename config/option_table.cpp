@@ -299,6 +299,12 @@ std::vector<OptionSpec> build_table() {
                                  "UINT", requests,
                                  "Log-probability entries one response may hold (choices x tokens x (1 + "
                                  "logprobs)); more gets 400"));
+  table.push_back(integer_option("responses_store_max_count", &Config::responses_store_max_count, 0, int64_t{1} << 32,
+                                 "UINT", requests, "/v1/responses kept for previous_response_id and GET (0: none)"));
+  table.push_back(integer_option("responses_store_max_bytes", &Config::responses_store_max_bytes, 0, int64_t{1} << 40,
+                                 "BYTES", requests, "Bytes the kept /v1/responses may hold; least recently used go first"));
+  table.push_back(seconds_option("responses_store_ttl_s", &Config::responses_store_ttl_s, 0, false, requests,
+                                 "A kept /v1/responses response is forgotten after this long (0: never)"));
   table.push_back(list_option("api_keys", &Config::api_keys, check_api_key, true, "KEY,...", access,
                               "Accepted bearer API keys (none: no authentication)"));
   table.push_back(list_option("cors_origins", &Config::cors_origins, check_origin, false,

@@ -21,6 +21,7 @@
 #include "server/api/routes.h"
 #include "server/api/routes_generate.h"
 #include "server/api/routes_messages.h"
+#include "server/api/routes_responses.h"
 #include "server/api/routes_speech.h"
 #include "server/services/service_state.h"
 #include "server/services/speech_service.h"
@@ -111,6 +112,8 @@ int run_serve(const config::Config& config) {
   add_generation_routes(router, services, config, prep);
   add_messages_routes(router, services, config, prep);
   add_tokenize_routes(router, services, prep);
+  ResponseStore response_store(response_store_limits(config));
+  add_responses_routes(router, services, config, prep, response_store);
   add_speech_routes(router, services, config);
   ApiKeyAuth auth(config.api_keys);
   Cors cors(config.cors_origins);
