@@ -19,6 +19,7 @@
 #include "server/services/model_service.h"
 #include "server/services/model_services.h"
 #include "server/api/routes.h"
+#include "server/api/routes_embeddings.h"
 #include "server/api/routes_generate.h"
 #include "server/api/routes_speech.h"
 #include "server/services/service_state.h"
@@ -109,6 +110,7 @@ int run_serve(const config::Config& config) {
   add_routes(router, state, exposition, services, config.health_step_timeout_s);
   add_generation_routes(router, services, config, prep);
   add_tokenize_routes(router, services, prep);
+  add_embeddings_routes(router, services, config, prep);
   add_speech_routes(router, services, config);
   ApiKeyAuth auth(config.api_keys);
   Cors cors(config.cors_origins);
