@@ -36,6 +36,10 @@ struct ModelConfig {
   // template) | hermes | llama3_json | none, and auto | qwen3 | deepseek_r1 | none.
   std::string tool_call_parser = "auto";
   std::string reasoning_parser = "auto";
+  // /v1/embeddings: how a text model pools its final hidden states. auto: the GGUF's
+  // `<arch>.pooling_type` when present (mean or last), else last (decoder LLMs, as
+  // vLLM) | last | mean. Always L2-normalized.
+  std::string pooling = "auto";
 };
 
 struct Config {

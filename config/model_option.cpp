@@ -60,6 +60,9 @@ void finish(std::vector<ModelConfig>& models, std::string_view origin) {
       fail(entry_key(i, "reasoning_parser"),
            "must be one of auto, qwen3, deepseek_r1, none, got " + quote(model.reasoning_parser), origin);
     }
+    if (model.pooling != "auto" && model.pooling != "last" && model.pooling != "mean") {
+      fail(entry_key(i, "pooling"), "must be one of auto, last, mean, got " + quote(model.pooling), origin);
+    }
     if (model.context_length < 0) {
       fail(entry_key(i, "context_length"),
            "must be >= 0 (0: the model's own), got " + std::to_string(model.context_length),
@@ -121,7 +124,7 @@ std::map<std::string, std::string> parse_voices(const json& value, const std::st
 const std::vector<std::string>& entry_fields() {
   static const std::vector<std::string> fields = {
       "path",   "name",          "backend",          "context_length",  "quantize",
-      "generation", "voices", "chat_template", "tool_call_parser", "reasoning_parser"};
+      "generation", "voices", "chat_template", "tool_call_parser", "reasoning_parser", "pooling"};
   return fields;
 }
 
@@ -157,6 +160,7 @@ ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_v
                           : field == "chat_template" ? &model.chat_template
                           : field == "tool_call_parser" ? &model.tool_call_parser
                           : field == "reasoning_parser" ? &model.reasoning_parser
+                          : field == "pooling" ? &model.pooling
                                                : nullptr;
     if (target == nullptr) fail(key, "unknown key" + suggestion(field, entry_fields()), origin);
     if (!value.is_string()) fail_type(key, "a string", value, origin);
@@ -221,7 +225,8 @@ OptionSpec models_option() {
              (model.voices.empty() ? "" : ", " + std::to_string(model.voices.size()) + " voice(s) mapped") +
              (model.chat_template.empty() ? "" : ", chat_template " + model.chat_template) +
              (model.tool_call_parser == "auto" ? "" : ", tool_call_parser " + model.tool_call_parser) +
-             (model.reasoning_parser == "auto" ? "" : ", reasoning_parser " + model.reasoning_parser) + ")";
+             (model.reasoning_parser == "auto" ? "" : ", reasoning_parser " + model.reasoning_parser) +
+             (model.pooling == "auto" ? "" : ", pooling " + model.pooling) + ")";
     }
     return out;
   };

@@ -143,6 +143,7 @@ std::optional<SubmitResult> Engine::validate(const GenerationRequest& request) c
     if (outside(id))
       return rejected("token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(vocab) + ")",
                       prompt_param);
+  if (request.embed) return validate_embedding(request);
   if (p.n < 1 || p.n > config_.max_n)
     return rejected("n must be between 1 and " + std::to_string(config_.max_n), "n");
   if (request.stop.size() > kMaxStopStrings)
@@ -197,6 +198,29 @@ std::optional<SubmitResult> Engine::validate(const GenerationRequest& request) c
                         std::to_string(static_cast<int64_t>(num_blocks_) * config_.block_size) +
                         "; lower max_tokens",
                     "max_tokens");
+  return std::nullopt;
+}
+
+// An embedding is prefill only: the input may fill the whole context, and nothing of
+// sampling applies.
+std::optional<SubmitResult> Engine::validate_embedding(const GenerationRequest& request) const {
+  const auto num_prompt = static_cast<int64_t>(request.prompt_tokens.size());
+  if (request.params.n != 1) return rejected("an embedding request has one choice", "n");
+  if (request.grammar || request.params.prompt_logprobs)
+    return rejected("an embedding request samples nothing", request.prompt_param);
+  if (num_prompt > max_model_len_) {
+    SubmitResult r = rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
+                                  " tokens. However, your input has " + std::to_string(num_prompt) +
+                                  " tokens. Please reduce the length of the input.",
+                              request.prompt_param);
+    r.code = "context_length_exceeded";
+    return r;
+  }
+  const int64_t num_blocks = (num_prompt + config_.block_size - 1) / config_.block_size;
+  if (num_blocks > num_blocks_)
+    return rejected("the input needs " + std::to_string(num_prompt) + " tokens of KV cache but the cache holds " +
+                        std::to_string(static_cast<int64_t>(num_blocks_) * config_.block_size),
+                    request.prompt_param);
   return std::nullopt;
 }
 

@@ -119,6 +119,7 @@ class Engine {
   };
 
   std::optional<SubmitResult> validate(const GenerationRequest& request) const;
+  std::optional<SubmitResult> validate_embedding(const GenerationRequest& request) const;
   bool drain_inbox();  // false once stop() was called
   void admit(InboxItem item);
   void check_cancellations();
@@ -129,6 +130,8 @@ class Engine {
   void sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results);
   void sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results);
   void score_prompts(const ScheduledStep& step, std::span<const float> logits);
+  void pool_embeddings(const ScheduledStep& step);
+  void finish_embedding(const SequencePtr& seq);
   ChoiceDelta& pending_delta(ActiveRequest& request, ChoiceState& choice);
   void postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
                    Clock::time_point now);

@@ -8,6 +8,7 @@
 #include "engine/engine.h"
 #include "engine/grammar/matcher.h"
 #include "engine/grammar_trigger.h"
+#include "engine/pooling.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/detokenizer.h"
 
@@ -38,6 +39,8 @@ struct Engine::ChoiceState {
   bool finished = false;
   ChoiceDelta pending;  // output of this step, pushed by flush_deltas()
   bool has_pending = false;
+  std::optional<PooledEmbedding> pooled;  // an embedding request: its rows so far
+  std::vector<float> embedding;           // ... and its vector, sent with the finish
   int64_t num_prompt_scored = 1;  // prompt tokens [1, this) were sent (a recompute sends none again)
   std::optional<Clock::time_point> first_token_time;
   Clock::time_point last_token_time;

@@ -48,11 +48,13 @@ void Engine::admit(InboxItem item) {
   request->wants_logprobs = r.params.logprobs.has_value();
   const uint64_t group = std::hash<std::string>{}(r.group_id.empty() ? r.request_id : r.group_id);
   for (const SequencePtr& seq : seqs) {
+    seq->set_embedding(r.embed);
     seq->set_fair_group(group);
     seq->set_fair_client(r.client_id);
     seq->set_deadline(deadline);
     seq->set_queue_deadline(r.queue_deadline);
     request->choices.push_back(std::make_unique<ChoiceState>(seq, tokenizer_, r));
+    if (r.embed) request->choices.back()->pooled.emplace(*r.embed, model_.hparams().embedding_length);
   }
   ActiveRequest& ref = *request;
   active_[r.request_id] = std::move(request);
@@ -135,6 +137,22 @@ void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>
   });
   if (failure) std::rethrow_exception(failure);
   if (!runner_->prompt_rows().empty()) score_prompts(step, logits);
+  if (!runner_->hidden_rows().empty()) pool_embeddings(step);
+}
+
+// Embedding sequences: fold this step's final hidden rows into each one's pooling.
+void Engine::pool_embeddings(const ScheduledStep& step) {
+  const auto width = static_cast<size_t>(model_.hparams().embedding_length);
+  const std::span<const float> hidden = runner_->hidden_states();
+  for (const HiddenStateRows& rows : runner_->hidden_rows()) {
+    const SequencePtr& seq = step.seqs[rows.seq_index].seq;
+    ActiveRequest* request = find(seq);
+    if (request == nullptr) continue;
+    ChoiceState& choice = *request->choices[static_cast<size_t>(seq->choice_index())];
+    if (choice.finished || !choice.pooled) continue;
+    choice.pooled->add(rows.first_position, hidden.subspan(rows.first_row * width, rows.num_rows * width),
+                       seq->num_prompt_tokens());
+  }
 }
 
 ChoiceDelta& Engine::pending_delta(ActiveRequest& request, ChoiceState& choice) {
@@ -201,7 +219,8 @@ void Engine::sample_on_device(const ScheduledStep& step, std::vector<SampleResul
 void Engine::run_step(ScheduledStep& step) {
   std::vector<SampleResult> results;
   results.reserve(static_cast<size_t>(step.num_sampling));
-  if (runner_->samples_on_device() && !ModelRunner::scores_prompt(step) && !has_grammar(step)) {
+  if (runner_->samples_on_device() && !ModelRunner::scores_prompt(step) && !ModelRunner::embeds(step) &&
+      !has_grammar(step)) {
     sample_on_device(step, results);
   } else {
     sample_on_host(step, results);
@@ -209,7 +228,9 @@ void Engine::run_step(ScheduledStep& step) {
   std::vector<int32_t> sampled;
   sampled.reserve(results.size());
   for (const SampleResult& result : results) sampled.push_back(result.token);
-  (void)scheduler_->update(step, sampled);  // appends the tokens; finishes on length
+  const std::vector<SequencePtr> finished = scheduler_->update(step, sampled);  // appends; finishes on length
+  for (const SequencePtr& seq : finished)
+    if (seq->is_embedding()) finish_embedding(seq);
   const Clock::time_point now = Clock::now();
   size_t next = 0;
   for (const ScheduledSequence& scheduled : step.seqs) {
@@ -226,6 +247,20 @@ void Engine::run_step(ScheduledStep& step) {
     }
     postprocess(*request, choice, sample, now);
   }
+}
+
+// An embedding whose prompt is computed: its pooled vector goes out with its finish.
+void Engine::finish_embedding(const SequencePtr& seq) {
+  ActiveRequest* request = find(seq);
+  if (request == nullptr) return;
+  ChoiceState& choice = *request->choices[static_cast<size_t>(seq->choice_index())];
+  if (choice.finished || !choice.pooled) return;
+  if (!choice.pooled->is_complete(seq->num_prompt_tokens())) {
+    finish_choice(*request, choice, FinishReason::error, "embedding: rows of the input are missing");
+    return;
+  }
+  choice.embedding = choice.pooled->finish(seq->num_prompt_tokens());
+  finish_choice(*request, choice, FinishReason::stop);
 }
 
 // A grammar that outgrew the matcher's limits ends its own choice with "error"; the
@@ -347,7 +382,8 @@ void Engine::finish_choice(ActiveRequest& request, ChoiceState& choice, FinishRe
                                            .num_cached_tokens = seq.num_cached_tokens(),
                                            .matched_stop = std::move(matched_stop),
                                            .error = std::move(error),
-                                           .queue_timeout = seq.timed_out_in_queue()});
+                                           .queue_timeout = seq.timed_out_in_queue(),
+                                           .embedding = std::move(choice.embedding)});
   ++request.num_finished;
   request.last_finish = Clock::now();
   if (request.is_done()) on_request_done(request);

@@ -26,7 +26,23 @@ std::pair<int64_t, int64_t> prompt_scoring_span(const ScheduledSequence& schedul
   return {begin, std::max(begin, end)};
 }
 
+// The rows an embedding sequence's pooling needs from this chunk: [begin, end) in
+// positions (the last prompt position for `last`, every one for `mean`).
+std::pair<int64_t, int64_t> pooled_span(const ScheduledSequence& scheduled) {
+  const std::optional<Pooling>& pooling = scheduled.seq->embedding();
+  if (!pooling) return {0, 0};
+  const int64_t begin = scheduled.start_position;
+  const int64_t end = std::min(begin + scheduled.num_new_tokens, scheduled.seq->num_prompt_tokens());
+  if (*pooling == Pooling::mean) return {begin, std::max(begin, end)};
+  const int64_t last = scheduled.seq->num_prompt_tokens() - 1;
+  return last >= begin && last < end ? std::pair{last, last + 1} : std::pair<int64_t, int64_t>{0, 0};
+}
+
 }  // namespace
+
+bool ModelRunner::embeds(const ScheduledStep& step) {
+  return std::ranges::any_of(step.seqs, [](const ScheduledSequence& s) { return s.seq->is_embedding(); });
+}
 
 bool ModelRunner::scores_prompt(const ScheduledStep& step) {
   for (const ScheduledSequence& scheduled : step.seqs) {
@@ -41,6 +57,7 @@ StepBatch ModelRunner::prepare(const ScheduledStep& step, bool with_prompt_rows)
   builder_.clear();
   sample_rows_.clear();
   prompt_rows_.clear();
+  hidden_rows_.clear();
   for (size_t s = 0; s < step.seqs.size(); ++s) {
     const ScheduledSequence& scheduled = step.seqs[s];
     SLUICE_CHECK(static_cast<int64_t>(builder_.num_tokens()) == scheduled.query_start,
@@ -55,6 +72,12 @@ StepBatch ModelRunner::prepare(const ScheduledStep& step, bool with_prompt_rows)
       prompt_rows_.push_back({.seq_index = s, .first_position = begin, .first_row = first_row,
                               .num_rows = static_cast<size_t>(end - begin)});
     }
+    const auto [pool_begin, pool_end] = with_prompt_rows ? pooled_span(scheduled) : std::pair<int64_t, int64_t>{0, 0};
+    if (pool_end > pool_begin) {
+      const size_t first_row = builder_.add_hidden_rows(seq, pool_begin - scheduled.start_position, pool_end - pool_begin);
+      hidden_rows_.push_back({.seq_index = s, .first_position = pool_begin, .first_row = first_row,
+                              .num_rows = static_cast<size_t>(pool_end - pool_begin)});
+    }
     // The last row of a chunk that reaches the end of the sequence predicts its next token.
     if (scheduled.samples) sample_rows_.push_back(builder_.add_last_logit_row(seq));
   }
@@ -65,7 +88,8 @@ StepBatch ModelRunner::prepare(const ScheduledStep& step, bool with_prompt_rows)
 std::span<const float> ModelRunner::run(const ScheduledStep& step) {
   const StepBatch batch = prepare(step, /*with_prompt_rows=*/true);
   logits_.resize(builder_.num_logit_rows() * static_cast<size_t>(vocab_size_));
-  model_.forward(batch, *cache_, logits_);
+  hidden_.resize(builder_.num_hidden_rows() * static_cast<size_t>(model_.hparams().embedding_length));
+  model_.forward(batch, *cache_, logits_, hidden_);
   return logits_;
 }
 

@@ -26,6 +26,16 @@ struct PromptLogitRows {
   size_t num_rows = 0;
 };
 
+// Rows of run()'s hidden states for an embedding sequence: row first_row + k is the
+// final normed hidden state at prompt position first_position + k of
+// step.seqs[seq_index] (last pooling: only the prompt's last position).
+struct HiddenStateRows {
+  size_t seq_index = 0;
+  int64_t first_position = 0;
+  size_t first_row = 0;
+  size_t num_rows = 0;
+};
+
 class ModelRunner {
  public:
   // Allocates num_blocks KV blocks of block_size tokens. Throws std::invalid_argument
@@ -42,6 +52,11 @@ class ModelRunner {
   // Whether the step has prompt positions to score (then run() is the way: the
   // device sampler takes only sampling rows).
   static bool scores_prompt(const ScheduledStep& step);
+  // Embedding sequences' rows of the last run(): [rows, embedding_length], row-major.
+  const std::vector<HiddenStateRows>& hidden_rows() const { return hidden_rows_; }
+  std::span<const float> hidden_states() const { return hidden_; }
+  // Whether the step has embedding sequences (then run() is the way too).
+  static bool embeds(const ScheduledStep& step);
 
   // Whether the backend samples on the device (then only the chosen tokens and
   // their log-probabilities come back, not the logits).
@@ -65,6 +80,8 @@ class ModelRunner {
   std::vector<size_t> sample_rows_;                 // [num_sampling] rows of logits_
   std::vector<PromptLogitRows> prompt_rows_;
   std::vector<float> logits_;                       // [num rows, vocab_size]
+  std::vector<HiddenStateRows> hidden_rows_;
+  std::vector<float> hidden_;                       // [hidden rows, embedding_length]
 };
 
 }  // namespace sluice::engine

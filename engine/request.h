@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "engine/sequence.h"
 
@@ -63,6 +64,10 @@ struct GenerationRequest {
   // the grammar from the trigger's first byte on. Absent: the grammar applies from
   // the first token.
   std::optional<GrammarTrigger> grammar_trigger;
+  // An embedding request (/v1/embeddings): the prompt is computed and pooled, nothing
+  // is sampled (params are ignored but for n, which must be 1). Its one ChoiceFinish
+  // ("stop") carries the L2-normalized vector; its KV is freed at once, never cached.
+  std::optional<Pooling> embed;
 };
 
 // The chosen token's log-probability and, when asked, the top alternatives (raw model
@@ -98,6 +103,8 @@ struct ChoiceFinish {
   // "timeout" from the queue deadline: never admitted because the queue was busy
   // (worth a retry), not because the request's own deadline was too short.
   bool queue_timeout = false;
+  // An embedding request's pooled, L2-normalized final hidden state (empty otherwise).
+  std::vector<float> embedding;
 
   // "stop" | "length" | "abort" | "timeout" | "error"
   std::string_view finish_reason() const { return to_string(reason); }

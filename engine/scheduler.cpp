@@ -31,6 +31,17 @@ AddResult Scheduler::validate(const Sequence& seq) const {
   const auto& max_tokens = seq.params().max_tokens;
   auto rejected = [](std::string message) { return AddResult{AddStatus::rejected, std::move(message)}; };
   if (num_prompt == 0) return rejected("the prompt is empty");
+  if (seq.is_embedding()) {  // prefill only: the prompt may fill the context
+    if (num_prompt > max_len) {
+      return rejected("This model's maximum context length is " + std::to_string(max_len) +
+                      " tokens. However, your input has " + std::to_string(num_prompt) + " tokens.");
+    }
+    if (pool_.num_blocks_for(num_prompt) > pool_.num_blocks()) {
+      return rejected("the input needs " + std::to_string(pool_.num_blocks_for(num_prompt)) +
+                      " KV cache blocks but the cache holds only " + std::to_string(pool_.num_blocks()));
+    }
+    return {};
+  }
   if (max_tokens && *max_tokens < 1) return rejected("max_tokens must be at least 1");
   if (max_tokens && num_prompt + *max_tokens > max_len) {
     return rejected("This model's maximum context length is " + std::to_string(max_len) +
@@ -138,7 +149,7 @@ void Scheduler::emit(ScheduledStep& step, const SequencePtr& seq, int64_t num_ne
   scheduled.start_position = seq->num_computed_tokens();
   scheduled.num_new_tokens = num_new_tokens;
   scheduled.query_start = step.num_batched_tokens;
-  scheduled.samples = scheduled.start_position + num_new_tokens == seq->num_tokens();
+  scheduled.samples = scheduled.start_position + num_new_tokens == seq->num_tokens() && !seq->is_embedding();
   scheduled.block_table = seq->block_table();
   const int64_t block_size = pool_.block_size();
   const auto tokens = seq->tokens();
@@ -198,8 +209,10 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
         continue;  // n > 1: let the leader fill the cache first, then share its blocks.
       }
       // Cached prompt positions would have no logits to score the prompt with.
-      const CachedPrefix prefix =
-          seq->wants_prompt_logits() ? CachedPrefix{} : pool_.find_cached_prefix(seq->tokens());
+      // An embedding's pooled rows must be computed too.
+      const CachedPrefix prefix = seq->wants_prompt_logits() || seq->is_embedding()
+                                      ? CachedPrefix{}
+                                      : pool_.find_cached_prefix(seq->tokens());
       const int64_t n = chunk(*seq, prefix.num_cached_tokens, budget);
       if (!pool_.allocate_slots(*seq, n, &prefix)) break;
       if (!seq->first_scheduled_time()) {
@@ -238,6 +251,15 @@ std::vector<SequencePtr> Scheduler::update(const ScheduledStep& step, std::span<
     if (seq.is_finished()) continue;  // aborted or finished by the caller meanwhile
     SLUICE_CHECK(seq.num_computed_tokens() == scheduled.start_position, "update does not match schedule");
     seq.set_num_computed_tokens(scheduled.start_position + scheduled.num_new_tokens);
+    if (seq.is_embedding()) {
+      // Prefill only: done with its prompt, its blocks go back at once, uncached.
+      if (!seq.is_prefill_done()) continue;
+      stats_.num_prompt_tokens += static_cast<uint64_t>(seq.num_prompt_tokens());
+      mark_finished(seq, FinishReason::stop);
+      pool_.free(seq);
+      finished.push_back(scheduled.seq);
+      continue;
+    }
     pool_.cache_full_blocks(seq);
     if (!scheduled.samples) continue;
     if (seq.num_output_tokens() == 0) stats_.num_prompt_tokens += static_cast<uint64_t>(seq.num_prompt_tokens());

@@ -55,7 +55,7 @@ struct ScheduledSequence {
   int64_t start_position = 0;        // seq's num_computed_tokens when scheduled
   int64_t num_new_tokens = 0;        // tokens computed this step
   int64_t query_start = 0;           // offset of its tokens in the step's flat arrays
-  bool samples = false;              // the chunk reaches the last token: sample one
+  bool samples = false;              // the chunk reaches the last token: sample one (never an embedding)
   std::vector<int32_t> block_table;  // snapshot, covers start_position + num_new_tokens
 };
 
@@ -109,7 +109,8 @@ class Scheduler {
   ScheduledStep schedule(Clock::time_point now = Clock::now());
 
   // Applies a computed step: advances num_computed_tokens, caches newly full blocks,
-  // appends `sampled` (one per sequence with samples, in step order), finishes on
+  // appends `sampled` (one per sequence with samples, in step order), finishes an
+  // embedding whose prompt is computed (`stop`, blocks freed, uncached) and finishes on
   // max_tokens / max_model_len (`length`). Returns the sequences finished here.
   std::vector<SequencePtr> update(const ScheduledStep& step, std::span<const int32_t> sampled);
 

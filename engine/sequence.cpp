@@ -67,6 +67,7 @@ bool Sequence::can_share_leader_prompt() const {
 }
 
 int64_t Sequence::max_output_tokens(int64_t max_model_len) const {
+  if (embedding_) return 0;
   const int64_t room = max_model_len - num_prompt_tokens_;
   if (params_->max_tokens) return std::min<int64_t>(*params_->max_tokens, room);
   return room;

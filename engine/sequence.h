@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/pooling.h"
 #include "engine/sampler.h"
 
 namespace sluice::engine {
@@ -123,6 +124,12 @@ class Sequence {
   // Choice 0 of a request that asked for prompt log-probabilities: its prefill
   // computes logits for every prompt position, so it never takes a cached prefix.
   bool wants_prompt_logits() const { return choice_index_ == 0 && params_->prompt_logprobs.has_value(); }
+  // An embedding request: prefill only, no sampling; it finishes when its prompt is
+  // computed, and its blocks never enter the prefix cache (nor take a cached prefix:
+  // the rows its pooling needs must be computed).
+  const std::optional<Pooling>& embedding() const { return embedding_; }
+  void set_embedding(std::optional<Pooling> pooling) { embedding_ = pooling; }
+  bool is_embedding() const { return embedding_.has_value(); }
   // Output tokens allowed: max_tokens, or up to max_model_len.
   int64_t max_output_tokens(int64_t max_model_len) const;
 
@@ -148,6 +155,7 @@ class Sequence {
   uint64_t fair_client_ = 0;
   int64_t num_cached_tokens_ = 0;
   std::shared_ptr<const Sequence> leader_;
+  std::optional<Pooling> embedding_;
   std::shared_ptr<const SamplingParams> params_;
   Rng rng_;
 };

@@ -22,6 +22,7 @@ void BatchBuilder::clear() {
   kv_slots_.clear();
   num_sequences_ = 0;
   logit_rows_.clear();
+  hidden_rows_.clear();
 }
 
 size_t BatchBuilder::add_sequence(std::span<const int32_t> tokens, int64_t num_cached,
@@ -59,12 +60,23 @@ size_t BatchBuilder::add_last_logit_row(size_t seq) {
   return add_logit_rows(seq, slices_[seq].num_queries - 1, 1);
 }
 
+size_t BatchBuilder::add_hidden_rows(size_t seq, int64_t first, int64_t count) {
+  SLUICE_CHECK(seq < num_sequences_, "BatchBuilder: no such sequence");
+  const backends::SequenceSlice& slice = slices_[seq];
+  SLUICE_CHECK(first >= 0 && count >= 0 && first + count <= slice.num_queries,
+               "BatchBuilder: hidden rows outside the sequence's chunk");
+  const size_t first_row = hidden_rows_.size();
+  for (int64_t i = first; i < first + count; ++i) hidden_rows_.push_back(static_cast<int32_t>(slice.query_begin + i));
+  return first_row;
+}
+
 StepBatch BatchBuilder::batch() const {
   return StepBatch{.token_ids = token_ids_,
                    .positions = positions_,
                    .kv_slots = kv_slots_,
                    .sequences = std::span(slices_.data(), num_sequences_),
-                   .logit_rows = logit_rows_};
+                   .logit_rows = logit_rows_,
+                   .hidden_rows = hidden_rows_};
 }
 
 }  // namespace sluice::engine

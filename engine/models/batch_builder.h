@@ -41,12 +41,16 @@ class BatchBuilder {
   // The logits of the chunk's last token: the ones that predict the sequence's next
   // token. Returns its row.
   size_t add_last_logit_row(size_t seq);
+  // Asks for the final normed hidden states of `count` consecutive tokens of sequence
+  // `seq` from its chunk's token `first` (embeddings). Returns the hidden row of the first.
+  size_t add_hidden_rows(size_t seq, int64_t first, int64_t count);
 
   // Views of the buffers, valid until the next add_*() or clear().
   StepBatch batch() const;
   size_t num_tokens() const { return token_ids_.size(); }
   size_t num_sequences() const { return num_sequences_; }
   size_t num_logit_rows() const { return logit_rows_.size(); }
+  size_t num_hidden_rows() const { return hidden_rows_.size(); }
   int64_t block_size() const { return block_size_; }
 
  private:
@@ -58,6 +62,7 @@ class BatchBuilder {
   std::vector<backends::SequenceSlice> slices_;
   size_t num_sequences_ = 0;
   std::vector<int32_t> logit_rows_;  // [R] rows of T
+  std::vector<int32_t> hidden_rows_;  // [H] rows of T
 };
 
 }  // namespace sluice::engine

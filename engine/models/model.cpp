@@ -67,6 +67,8 @@ void Model::check(const StepBatch& batch, const KvCache& cache) const {
   }
   for (int32_t row : batch.logit_rows)
     SLUICE_CHECK(row >= 0 && static_cast<size_t>(row) < t, "Model::forward: logit row outside the step");
+  for (int32_t row : batch.hidden_rows)
+    SLUICE_CHECK(row >= 0 && static_cast<size_t>(row) < t, "Model::forward: hidden row outside the step");
   size_t covered = 0;
   for (const auto& seq : batch.sequences) {
     SLUICE_CHECK(seq.query_begin >= 0 && seq.num_queries > 0 && seq.num_cached >= 0 &&
@@ -82,16 +84,23 @@ void Model::check(const StepBatch& batch, const KvCache& cache) const {
   SLUICE_CHECK(covered == t, "Model::forward: sequences do not cover the step's tokens exactly");
 }
 
-void Model::forward(const StepBatch& batch, KvCache& cache, std::span<float> logits) {
+void Model::forward(const StepBatch& batch, KvCache& cache, std::span<float> logits, std::span<float> hidden) {
   SLUICE_CHECK(logits.size() == batch.logit_rows.size() * static_cast<size_t>(hparams_.vocab_size),
                "Model::forward: logits span is not logit_rows x vocab_size");
-  const backends::Tensor device_logits = forward_on_device(batch, cache);
+  SLUICE_CHECK(hidden.size() == batch.hidden_rows.size() * static_cast<size_t>(hparams_.embedding_length),
+               "Model::forward: hidden span is not hidden_rows x embedding_length");
+  const backends::Tensor device_logits = run_step(batch, cache, hidden);
   if (device_logits) backend_.download(device_logits, std::as_writable_bytes(logits));
   backend_.synchronize();
   apply_final_softcap(logits);
 }
 
 backends::Tensor Model::forward_on_device(const StepBatch& batch, KvCache& cache) {
+  SLUICE_CHECK(batch.hidden_rows.empty(), "Model::forward_on_device: hidden rows need forward()");
+  return run_step(batch, cache, {});
+}
+
+backends::Tensor Model::run_step(const StepBatch& batch, KvCache& cache, std::span<float> hidden) {
   check(batch, cache);
   const auto t = static_cast<int64_t>(batch.token_ids.size());
   const auto r = static_cast<int64_t>(batch.logit_rows.size());
@@ -103,7 +112,9 @@ backends::Tensor Model::forward_on_device(const StepBatch& batch, KvCache& cache
   const Workspace::Views views = workspace_views(t, r);
   begin_step(views, batch.token_ids, batch.positions, batch.kv_slots, batch.sequences);
   run_layers(views, batch.sequences, cache);
-  return final_logits(batch, views);
+  const backends::Tensor logits = final_logits(batch, views);
+  if (!batch.hidden_rows.empty()) download_hidden_rows(batch, views, hidden);
+  return logits;
 }
 
 // Uploads a step's per-row inputs (all of views' rows) and its attention metadata.
@@ -117,6 +128,7 @@ void Model::begin_step(const Workspace::Views& views, std::span<const int32_t> i
 }
 
 bool Model::is_plain_decode(const StepBatch& batch) {
+  if (!batch.hidden_rows.empty()) return false;
   for (const auto& seq : batch.sequences)
     if (seq.num_queries != 1) return false;
   return contiguous_start(batch.logit_rows) == 0 && batch.logit_rows.size() == batch.token_ids.size();
@@ -207,6 +219,23 @@ backends::Tensor Model::final_logits(const StepBatch& batch, const Workspace::Vi
   }
   backend_.matmul(views.final_hidden, weights_.output, views.logits);  // logits [R, vocab]
   return views.logits;
+}
+
+// Each run of consecutive hidden rows is normed from `hidden` into the same rows of
+// `normed` (free once the layers are done; final_logits uses final_hidden) and
+// downloaded. RMSNorm is per row, so a row's result is the same in any batch.
+void Model::download_hidden_rows(const StepBatch& batch, const Workspace::Views& views, std::span<float> hidden) {
+  const std::span<const int32_t> rows = batch.hidden_rows;
+  const auto d = static_cast<size_t>(hparams_.embedding_length);
+  for (size_t i = 0; i < rows.size();) {
+    size_t n = 1;
+    while (i + n < rows.size() && rows[i + n] == rows[i] + static_cast<int32_t>(n)) ++n;
+    const backends::Tensor normed = views.normed.slice(rows[i], static_cast<int64_t>(n));
+    backend_.rms_norm(views.hidden.slice(rows[i], static_cast<int64_t>(n)), weights_.output_norm, hparams_.norm_eps,
+                      normed);
+    backend_.download(normed, std::as_writable_bytes(hidden.subspan(i * d, n * d)));
+    i += n;
+  }
 }
 
 }  // namespace sluice::engine

@@ -27,6 +27,9 @@ struct StepBatch {
   std::span<const int32_t> kv_slots;    // [T] block * block_size + offset, where its K/V go
   std::span<const backends::SequenceSlice> sequences;
   std::span<const int32_t> logit_rows;  // [R] rows of T that need logits, in output order
+  // [H] rows of T whose final normed hidden states are wanted (embeddings), in output
+  // order; no logits are computed for them unless logit_rows asks too.
+  std::span<const int32_t> hidden_rows;
 };
 
 // Owns the bound weights (and keeps their WeightSource alive) and the activation
@@ -46,11 +49,13 @@ class Model {
   backends::Backend& backend() const { return backend_; }
 
   // Runs the step, writes its K/V into `cache` and fills `logits`
-  // [logit_rows.size(), vocab_size] (row-major) with the logits of logit_rows.
+  // [logit_rows.size(), vocab_size] (row-major) with the logits of logit_rows, and
+  // `hidden` [hidden_rows.size(), embedding_length] with the final normed hidden
+  // states of hidden_rows (each row's own: what shares the step changes nothing).
   // A malformed batch (sizes that disagree, ids, slots or blocks out of range) is
   // a caller bug: SLUICE_CHECK stops the process before any kernel runs. Never
   // throws, and allocates nothing once the workspace fits the largest step.
-  void forward(const StepBatch& batch, KvCache& cache, std::span<float> logits);
+  void forward(const StepBatch& batch, KvCache& cache, std::span<float> logits, std::span<float> hidden = {});
 
   // The same step, leaving the logits [logit_rows.size(), vocab_size] on the
   // backend for device-side sampling: the returned view is valid until the next
@@ -71,6 +76,8 @@ class Model {
 
   void check(const StepBatch& batch, const KvCache& cache) const;
   backends::Tensor final_logits(const StepBatch& batch, const Workspace::Views& views);
+  void download_hidden_rows(const StepBatch& batch, const Workspace::Views& views, std::span<float> hidden);
+  backends::Tensor run_step(const StepBatch& batch, KvCache& cache, std::span<float> hidden);
   static bool is_plain_decode(const StepBatch& batch);
   void begin_step(const Workspace::Views& views, std::span<const int32_t> ids, std::span<const int32_t> positions,
                   std::span<const int32_t> slots, std::span<const backends::SequenceSlice> sequences);

@@ -19,6 +19,7 @@
 #include "server/services/model_service.h"
 #include "server/services/model_services.h"
 #include "server/api/routes.h"
+#include "server/api/routes_embeddings.h"
 #include "server/api/routes_generate.h"
 #include "server/api/routes_messages.h"
 #include "server/api/routes_responses.h"
@@ -114,6 +115,7 @@ int run_serve(const config::Config& config) {
   add_tokenize_routes(router, services, prep);
   ResponseStore response_store(response_store_limits(config));
   add_responses_routes(router, services, config, prep, response_store);
+  add_embeddings_routes(router, services, config, prep);
   add_speech_routes(router, services, config);
   ApiKeyAuth auth(config.api_keys);
   Cors cors(config.cors_origins);

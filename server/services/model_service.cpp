@@ -105,6 +105,11 @@ std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& load
   service->generation_defaults_ = resolve_generation_defaults(prepared.file_defaults, config, entry);
   spdlog::info("model {}: generation defaults for fields a request leaves out: {}", info.id,
                service->generation_defaults_.empty() ? "none" : service->generation_defaults_.describe());
+  std::optional<uint64_t> file_pooling;
+  if (loaded.file) file_pooling = loaded.file->get_uint(service->model_->hparams().architecture + ".pooling_type");
+  service->pooling_ = engine::choose_pooling(entry.pooling, file_pooling);
+  spdlog::info("model {}: embeddings pool the {} token(s)' final hidden states", info.id,
+               engine::to_string(service->pooling_));
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
   service->token_bound_ = std::make_unique<tokenizer::TokenCountBound>(tok);
   service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);

@@ -20,6 +20,7 @@
 #include "engine/grammar/tool_grammar.h"
 #include "engine/engine.h"
 #include "engine/generation_defaults.h"
+#include "engine/pooling.h"
 #include "engine/grammar/grammar_spec.h"
 #include "server/services/register_model.h"
 #include "engine/models/model.h"
@@ -68,6 +69,10 @@ class ModelService {
   // overflow the context be refused before it is tokenized.
   const tokenizer::TokenCountBound& token_bound() const { return *token_bound_; }
   int64_t max_model_len() const { return engine_->max_model_len(); }
+  // /v1/embeddings: how this model pools (config over the file's metadata) and the
+  // width of its vectors.
+  engine::Pooling pooling() const { return pooling_; }
+  int64_t embedding_width() const { return model_->hparams().embedding_length; }
 
   // A request's output constraint compiled for this model's vocabulary, from the
   // cache when it was compiled before (recorded in the metrics). Throws
@@ -95,6 +100,7 @@ class ModelService {
   chat::RenderOptions render_options_;
   chat::TemplateTraits chat_syntax_;
   engine::GenerationDefaults generation_defaults_;
+  engine::Pooling pooling_ = engine::Pooling::last;
   std::unique_ptr<tokenizer::TokenCountBound> token_bound_;
   std::unique_ptr<EngineMetrics> metrics_;
   std::unique_ptr<grammar::GrammarCache> grammars_;

@@ -328,6 +328,13 @@ TEST_CASE("config: models") {
     TempFile negative(R"({ "models": [{"path": "a.gguf", "context_length": -1}] })");
     CHECK(contains(error_of({"--config", negative.path()}),
                    "config: models[0].context_length: must be >= 0"));
+    TempFile pooling(R"({ "models": [{"path": "a.gguf", "pooling": "mean"}, {"path": "b.gguf"}] })");
+    const Config pooled = load({"--config", pooling.path()});
+    CHECK(pooled.models[0].pooling == "mean");
+    CHECK(pooled.models[1].pooling == "auto");
+    TempFile bad_pooling(R"({ "models": [{"path": "a.gguf", "pooling": "cls"}] })");
+    CHECK(contains(error_of({"--config", bad_pooling.path()}),
+                   "config: models[0].pooling: must be one of auto, last, mean"));
     TempFile no_path(R"({ "models": [{"name": "a"}] })");
     CHECK(contains(error_of({"--config", no_path.path()}), "config: models[0].path: is required"));
     TempFile full(

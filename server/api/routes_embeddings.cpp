@@ -1,0 +1,201 @@
+#include "server/api/routes_embeddings.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "proto/embeddings.h"
+#include "proto/errors.h"
+#include "proto/responses.h"
+#include "server/api/submit_error.h"
+#include "server/api/text_fit.h"
+#include "server/http/client_identity.h"
+#include "server/http/stream_watch.h"
+#include "server/services/model_service.h"
+
+namespace sluice::server {
+namespace {
+
+void set_error(Response& response, const proto::ApiError& error) {
+  response.result(static_cast<unsigned>(error.status));
+  response.set(http::field::content_type, "application/json");
+  response.body() = proto::error_body(error);
+}
+
+// The named text model, or the only one when none is named; null after setting the
+// error (a speech model: 400 naming `model`).
+ModelService* pick_model(Response& response, const ModelServices& services, const std::optional<std::string>& name) {
+  if (!name) {
+    ModelService* only = services.only();
+    if (!only) set_error(response, proto::invalid_request("'model' is required when several models are served.", "model"));
+    return only;
+  }
+  ModelService* model = services.find(*name);
+  if (!model && services.find_speech(*name)) {
+    set_error(response, proto::invalid_request("The model '" + *name + "' is a speech model: it has no embeddings.",
+                                               "model"));
+  } else if (!model) {
+    set_error(response, services.all_loaded() ? proto::model_not_found(*name)
+                                              : proto::not_ready("Models are still loading"));
+  }
+  return model;
+}
+
+proto::ApiError context_error(int64_t max_model_len, size_t index, size_t num_tokens) {
+  proto::ApiError error = proto::invalid_request(
+      "This model's maximum context length is " + std::to_string(max_model_len) + " tokens. However, input " +
+          std::to_string(index) + " has " + std::to_string(num_tokens) +
+          " tokens. Please reduce the length of the input (or set truncate_prompt_tokens).",
+      "input");
+  error.code = "context_length_exceeded";
+  return error;
+}
+
+// The inputs as token lists, truncated when asked; or the error. Runs on the PrepPool.
+std::variant<std::vector<std::vector<int32_t>>, proto::ApiError> input_tokens(proto::EmbeddingsRequest& request,
+                                                                              const ModelService& model) {
+  const int64_t max_len = model.max_model_len();
+  std::vector<std::vector<int32_t>> inputs = std::move(request.token_inputs);
+  for (const std::string& text : request.texts)
+    inputs.push_back(model.tokenizer().encode(text, request.add_special_tokens, /*parse_special=*/true));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (request.truncate_prompt_tokens)
+      proto::keep_last_tokens(inputs[i], *request.truncate_prompt_tokens < 0 ? max_len : *request.truncate_prompt_tokens);
+    if (inputs[i].empty()) return proto::invalid_request("Input " + std::to_string(i) + " has no tokens.", "input");
+    if (static_cast<int64_t>(inputs[i].size()) > max_len) return context_error(max_len, i, inputs[i].size());
+  }
+  return inputs;
+}
+
+// Every input's vector, or the error the response is. Waits on the strand.
+asio::awaitable<std::variant<std::vector<std::vector<float>>, proto::ApiError>> collect(
+    Exchange& ex, ModelService& model, std::vector<std::shared_ptr<engine::RequestStream>>& streams) {
+  StreamWatch watch(co_await asio::this_coro::executor, ex.connection);
+  for (auto& stream : streams) watch.attach(*stream);
+  std::vector<std::optional<engine::ChoiceFinish>> finishes(streams.size());
+  size_t num_finished = 0;
+  std::exception_ptr failure;
+  try {
+    while (num_finished < streams.size() && !watch.is_client_gone()) {
+      for (size_t i = 0; i < streams.size(); ++i) {
+        while (std::optional<engine::RequestEvent> event = streams[i]->try_pop()) {
+          if (auto* finish = std::get_if<engine::ChoiceFinish>(&*event)) {
+            finishes[i] = std::move(*finish);
+            ++num_finished;
+          }
+        }
+      }
+      if (num_finished < streams.size()) co_await watch.wait();
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure || watch.is_client_gone()) {
+    for (auto& stream : streams) {
+      stream->cancel();
+      model.engine().abort(stream->request_id());
+    }
+  }
+  co_await watch.finish();
+  if (failure) std::rethrow_exception(failure);
+  if (watch.is_client_gone())
+    co_return proto::ApiError{499, "The client closed the request.", "invalid_request_error", "", "client_closed"};
+  std::vector<std::vector<float>> vectors;
+  for (size_t i = 0; i < finishes.size(); ++i) {
+    engine::ChoiceFinish& finish = *finishes[i];
+    if (finish.reason == engine::FinishReason::timeout)
+      co_return finish.queue_timeout ? proto::queue_timeout() : proto::request_timeout();
+    if (finish.reason != engine::FinishReason::stop || finish.embedding.empty()) {
+      spdlog::error("request {}: embedding of input {} ended with {}: {}", ex.request_id, i, finish.finish_reason(),
+                    finish.error);
+      co_return proto::internal_error(ex.request_id);
+    }
+    vectors.push_back(std::move(finish.embedding));
+  }
+  co_return vectors;
+}
+
+asio::awaitable<void> handle_embeddings(Exchange& ex, const ModelServices& services, const config::Config& config,
+                                        PrepPool& prep) {
+  auto parsed_or_busy = co_await prep.run(
+      [&] { return proto::parse_embeddings_request(ex.request.body(), config.strict_request_fields); });
+  if (!parsed_or_busy) co_return set_error(ex.response, prep_pool_full(prep));
+  if (auto* error = std::get_if<proto::ApiError>(&*parsed_or_busy)) co_return set_error(ex.response, *error);
+  proto::EmbeddingsRequest request = std::get<proto::EmbeddingsRequest>(std::move(*parsed_or_busy));
+  for (const std::string& field : request.ignored_fields)
+    spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
+  ModelService* model = pick_model(ex.response, services, request.model);
+  if (!model) co_return;
+  if (request.dimensions && *request.dimensions != model->embedding_width()) {
+    co_return set_error(ex.response, proto::invalid_request(
+                                         "The model does not support 'dimensions': its embeddings have " +
+                                             std::to_string(model->embedding_width()) + " dimensions.",
+                                         "dimensions"));
+  }
+  // A text certain to overflow the context is refused before tokenizing (unless it is to be truncated).
+  if (!request.truncate_prompt_tokens) {
+    for (const std::string& text : request.texts) {
+      if (auto error = text_too_long(model->max_model_len(), model->token_bound().min_tokens(text), text.size(),
+                                     "input", /*reserve=*/0))
+        co_return set_error(ex.response, *error);
+    }
+  }
+  auto tokenized = co_await prep.run([&] { return input_tokens(request, *model); });
+  if (!tokenized) co_return set_error(ex.response, prep_pool_full(prep));
+  if (auto* error = std::get_if<proto::ApiError>(&*tokenized)) co_return set_error(ex.response, *error);
+  auto& inputs = std::get<std::vector<std::vector<int32_t>>>(*tokenized);
+
+  const std::string id = "embd-" + proto::new_completion_id().substr(5);
+  const auto now = engine::Clock::now();
+  auto after = [&](double seconds) {
+    return now + std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double>(seconds));
+  };
+  const uint64_t client_id = client_identity(ex.request, config);
+  int64_t num_tokens = 0;
+  std::vector<engine::GenerationRequest> requests;
+  requests.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    engine::GenerationRequest r;
+    r.request_id = id + "-" + std::to_string(i);
+    num_tokens += static_cast<int64_t>(inputs[i].size());
+    r.prompt_tokens = std::move(inputs[i]);
+    r.embed = model->pooling();
+    r.prompt_param = "input";
+    r.deadline = after(config.request_timeout_s);
+    r.queue_deadline = after(config.queue_timeout_s);
+    r.group_id = id;  // the inputs of one request share one turn in the queue
+    r.client_id = client_id;
+    requests.push_back(std::move(r));
+  }
+  std::vector<std::shared_ptr<engine::RequestStream>> streams;
+  const engine::SubmitResult submitted = model->engine().submit_all(std::move(requests), streams);
+  if (!submitted.ok()) co_return set_error(ex.response, submit_error(submitted));
+  auto result = co_await collect(ex, *model, streams);
+  if (auto* error = std::get_if<proto::ApiError>(&result)) {
+    if (error->code == "timeout" || error->code == "queue_timeout") {
+      co_return set_timeout_error(ex.response, error->code == "queue_timeout");
+    }
+    co_return set_error(ex.response, *error);
+  }
+  ex.response.result(http::status::ok);
+  ex.response.set(http::field::content_type, "application/json");
+  ex.response.body() = proto::embeddings_response(model->id(), std::get<std::vector<std::vector<float>>>(result),
+                                                  request.base64, num_tokens);
+}
+
+}  // namespace
+
+void add_embeddings_routes(Router& router, const ModelServices& services, const config::Config& config,
+                           PrepPool& prep) {
+  router.add(http::verb::post, "/v1/embeddings", [&services, &config, &prep](Exchange& ex) -> asio::awaitable<void> {
+    return handle_embeddings(ex, services, config, prep);
+  });
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,101 @@
+// The engine's embeddings against a NumPy reference of the tiny fixture model
+// (tests/fixtures/embeddings/make_embedding_goldens.py): last-token and mean pooling
+// of the final normed hidden states, L2-normalized; and all inputs in one batch equal
+// to each run alone, bit for bit.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/unit/engine/engine_harness.h"
+
+namespace sluice::engine::testing {
+namespace {
+
+struct GoldenCase {
+  std::vector<int32_t> tokens;
+  std::vector<float> last, mean;
+};
+
+std::vector<GoldenCase> read_goldens() {
+  std::ifstream in(std::string(SLUICE_FIXTURES_DIR) + "/embeddings/tiny-llama.json");
+  REQUIRE(in.good());
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::vector<GoldenCase> cases;
+  for (const auto& c : doc["cases"])
+    cases.push_back({c["tokens"].get<std::vector<int32_t>>(), c["last"].get<std::vector<float>>(),
+                     c["mean"].get<std::vector<float>>()});
+  return cases;
+}
+
+double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dot += static_cast<double>(a[i]) * b[i];
+    na += static_cast<double>(a[i]) * a[i];
+    nb += static_cast<double>(b[i]) * b[i];
+  }
+  return dot / std::sqrt(na * nb);
+}
+
+LoadedFixture load_tiny_llama() {
+  const std::string path = std::string(SLUICE_FIXTURES_DIR) + "/tiny-llama.gguf";
+  LoadedFixture f;
+  f.backend = backends::make_cpu_backend(2);
+  f.model = Model::load(loader::open_weights(path), *f.backend);
+  f.tokenizer = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(path)));
+  return f;
+}
+
+// Submits every input at once (one engine request each) and returns their vectors.
+std::vector<std::vector<float>> embed(Engine& engine, const std::vector<std::vector<int32_t>>& inputs,
+                                      Pooling pooling, const std::string& tag) {
+  std::vector<GenerationRequest> requests;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    GenerationRequest r;
+    r.request_id = tag + "-" + std::to_string(i);
+    r.prompt_tokens = inputs[i];
+    r.embed = pooling;
+    requests.push_back(std::move(r));
+  }
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  REQUIRE(engine.submit_all(std::move(requests), streams).ok());
+  std::vector<std::vector<float>> out;
+  for (auto& stream : streams) {
+    const ChoiceResult result = collect(*stream)[0];
+    REQUIRE(result.finished);
+    REQUIRE(result.finish.reason == FinishReason::stop);
+    out.push_back(result.finish.embedding);
+  }
+  return out;
+}
+
+TEST_CASE("embeddings match the NumPy reference of the tiny model (cosine >= 0.9999)") {
+  const std::vector<GoldenCase> cases = read_goldens();
+  REQUIRE(cases.size() >= 3);
+  LoadedFixture f = load_tiny_llama();
+  Engine engine(*f.model, *f.tokenizer, small_config());
+  engine.start();
+  std::vector<std::vector<int32_t>> inputs;
+  for (const GoldenCase& c : cases) inputs.push_back(c.tokens);
+  for (Pooling pooling : {Pooling::last, Pooling::mean}) {
+    CAPTURE(to_string(pooling));
+    const std::vector<std::vector<float>> batch = embed(engine, inputs, pooling, "batch");
+    for (size_t i = 0; i < cases.size(); ++i) {
+      CAPTURE(i);
+      const std::vector<float>& want = pooling == Pooling::last ? cases[i].last : cases[i].mean;
+      CHECK(cosine(batch[i], want) >= 0.9999);
+      // One by one: the same bits as in the batch.
+      const std::vector<std::vector<float>> alone = embed(engine, {inputs[i]}, pooling, "alone-" + std::to_string(i));
+      CHECK(alone[0] == batch[i]);
+    }
+  }
+  CHECK(wait_idle(engine));
+}
+
+}  // namespace
+}  // namespace sluice::engine::testing
