@@ -22,7 +22,9 @@ std::optional<Pooling> parse_pooling(std::string_view name) {
 
 Pooling choose_pooling(std::string_view configured, std::optional<uint64_t> file_pooling_type) {
   if (std::optional<Pooling> named = parse_pooling(configured)) return *named;
-  constexpr uint64_t kFileMean = 1, kFileLast = 3;  // llama_pooling_type
+  // The GGUF's pooling_type (llama.cpp's numbering): 1 is mean; 3 (last), none and
+  // the others (cls, rank) fall back to last, a decoder model's natural summary.
+  constexpr uint64_t kFileMean = 1;
   if (file_pooling_type == kFileMean) return Pooling::mean;
   return Pooling::last;
 }
