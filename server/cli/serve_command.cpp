@@ -85,7 +85,8 @@ void load_models(const config::Config& config, ServiceState& state, ModelService
   }
   services.mark_all_loaded();
   state.ready = true;
-  spdlog::info("ready: {} model(s) registered, serving /v1/completions and /v1/chat/completions{}",
+  spdlog::info("ready: {} model(s) registered, serving /v1/completions, /v1/chat/completions, /v1/responses, "
+               "/v1/messages and /v1/embeddings{}",
                services.size(), services.speech_services().empty() ? "" : " and /v1/audio/speech");
 }
 

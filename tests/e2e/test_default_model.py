@@ -23,4 +23,4 @@ def test_default_model_is_listed_from_its_gguf_metadata(smollm2):
     assert request(smollm2, "GET", "/health")[0] == 200
     assert request(smollm2, "GET", "/metrics")[0] == 200
     assert "text generation is not built yet" not in smollm2.log
-    assert "serving /v1/completions and /v1/chat/completions" in smollm2.log
+    assert "serving /v1/completions, /v1/chat/completions, /v1/responses, /v1/messages and /v1/embeddings" in smollm2.log
