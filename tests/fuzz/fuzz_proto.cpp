@@ -6,8 +6,11 @@
 #include <string_view>
 #include <variant>
 
+#include "proto/anthropic_messages.h"
 #include "proto/chat.h"
 #include "proto/completions.h"
+#include "proto/embeddings.h"
+#include "proto/responses_api.h"
 #include "proto/tokenize.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -18,10 +21,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (e->status != 400 || e->message.empty()) __builtin_trap();
     }
   };
-  switch (data[0] % 4) {
+  switch (data[0] % 8) {
     case 0: check_error(sluice::proto::parse_completion_request(body)); break;
     case 1: check_error(sluice::proto::parse_chat_request(body)); break;
     case 2: check_error(sluice::proto::parse_tokenize_request(body)); break;
+    case 4: check_error(sluice::proto::parse_messages_request(body, {}, /*count_tokens=*/data[0] & 0x10)); break;
+    case 5: check_error(sluice::proto::parse_responses_request(body)); break;
+    case 6: check_error(sluice::proto::parse_embeddings_request(body)); break;
     default: check_error(sluice::proto::parse_detokenize_request(body)); break;
   }
   return 0;
