@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "engine/tokenizer/utf8.h"
+
 namespace sluice::chat {
 
 enum class OutputParser::Mode : uint8_t {
@@ -72,24 +74,6 @@ bool is_scalar_char(char c) {
          c == '+' || c == '.';
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 // The four hex digits at body[pos], or -1.
 int32_t hex4(std::string_view body, size_t pos) {
   if (pos + 4 > body.size()) return -1;
@@ -142,7 +126,7 @@ std::string decode_json_string(std::string_view body) {
         } else if (cp >= 0xDC00 && cp < 0xE000) {
           cp = 0xFFFD;
         }
-        append_utf8(out, cp);
+        tokenizer::utf8::append_codepoint(out, cp);
         break;
       }
       default: out += escape; break;  // \" \\ \/ and anything unknown
