@@ -20,7 +20,7 @@ struct GenerationConfig {
 
 // One model the daemon serves.
 struct ModelConfig {
-  std::string path;              // GGUF file
+  std::string path;              // GGUF file, or a model folder (safetensors)
   std::string name;              // served model id; empty: the file name without .gguf
   std::string backend = "auto";  // cpu | cuda | cuda:N | auto (auto: Config::backend)
   int64_t context_length = 0;    // 0: the model's trained context length

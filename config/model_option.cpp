@@ -193,7 +193,8 @@ OptionSpec models_option() {
   spec.value_name = "[NAME=]PATH";
   spec.group = "Models";
   spec.help =
-      "Model file to serve, named NAME or else its file name without .gguf; repeatable, "
+      "Model to serve: a GGUF file, a Hugging Face text model folder (safetensors) or a Qwen3-TTS "
+      "checkpoint folder, named NAME or else its file name without .gguf; repeatable, "
       "comma-separated; replaces the file's list; at least one is required";
   spec.is_list = true;
   spec.set_from_text = [](Config& config, std::string_view text, std::string_view origin) {

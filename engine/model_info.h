@@ -24,6 +24,7 @@ struct ModelInfo {
   uint64_t file_bytes = 0;
   int64_t created = 0;             // unix seconds at registration
   std::string owned_by;            // general.organization, or "sluice"
+  bool has_chat_template = false;  // text: chat-shaped routes (chat, responses, messages) serve it
 };
 
 }  // namespace sluice::engine

@@ -282,7 +282,8 @@ bool is_passed_through(const std::string& key) {
   return key == "model" || key == "temperature" || key == "top_p" || key == "top_k" || key == "stream";
 }
 
-// Error parameters of the chat parser, said in this API's words.
+}  // namespace
+
 ApiError in_messages_terms(ApiError error) {
   auto rename = [](std::string& s, const std::string& from, const std::string& to) {
     for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
@@ -296,8 +297,6 @@ ApiError in_messages_terms(ApiError error) {
   if (error.param == "stop") error.param = "stop_sequences";
   return error;
 }
-
-}  // namespace
 
 MessagesParse parse_messages_request(std::string_view body, const ParseOptions& parse, bool count_tokens) {
   fields::Json checked;
@@ -356,6 +355,10 @@ MessagesParse parse_messages_request(std::string_view body, const ParseOptions& 
   if (!has_messages) return fields::missing_field("messages");
   if (!count_tokens && !has_max_tokens) return fields::missing_field("max_tokens");
   if (!system_message.is_null()) t.messages.insert(t.messages.begin(), std::move(system_message));
+  // A final assistant message with text is a prefill: the answer continues it.
+  if (!t.messages.empty() && t.messages.back().value("role", "") == "assistant" &&
+      t.messages.back()["content"].is_string() && !t.messages.back()["content"].get<std::string>().empty())
+    chat["continue_final_message"] = true;
   chat["messages"] = std::move(t.messages);
   if (!kwargs.empty()) chat["chat_template_kwargs"] = std::move(kwargs);
   if (!parallel) chat["parallel_tool_calls"] = false;

@@ -28,6 +28,10 @@ using MessagesParse = std::variant<MessagesRequest, ApiError>;
 MessagesParse parse_messages_request(std::string_view body, const ParseOptions& parse = {},
                                      bool count_tokens = false);
 
+// An error of the shared chat code (its parameter names and message), said in this
+// API's words: tools[i].input_schema, stop_sequences, max_tokens.
+ApiError in_messages_terms(ApiError error);
+
 // {"type":"error","error":{"type": ..., "message": ...}}; the type follows the status
 // (400 invalid_request_error, 401 authentication_error, 403 permission_error, 404
 // not_found_error, 413 request_too_large, 429 rate_limit_error, 503 overloaded_error,

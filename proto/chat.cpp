@@ -241,7 +241,10 @@ Error read_ignored_openai_field(const std::string& key, const Json& v, ChatReque
   return e;
 }
 
-Error read_template_kwargs(const Json& v, Json& out) {
+
+}  // namespace
+
+Error read_chat_template_kwargs(const Json& v, Json& out) {
   if (v.is_null()) return std::nullopt;
   if (!v.is_object()) return fields::type_error("chat_template_kwargs", "an object", v);
   // The conversation reaches the template only through the validated request fields:
@@ -257,7 +260,20 @@ Error read_template_kwargs(const Json& v, Json& out) {
   return std::nullopt;
 }
 
-}  // namespace
+Error resolve_continuation(const std::vector<ChatMessage>& messages, bool continue_final_message,
+                           std::optional<bool> add_generation_prompt, bool& resolved) {
+  resolved = add_generation_prompt.value_or(!continue_final_message);
+  if (!continue_final_message) return std::nullopt;
+  if (resolved) {
+    return invalid_request("'continue_final_message' and 'add_generation_prompt' cannot both be true.",
+                           "continue_final_message");
+  }
+  if (messages.empty() || messages.back().role != "assistant") {
+    return invalid_request("'continue_final_message' needs the last message to be an assistant message.",
+                           "messages");
+  }
+  return std::nullopt;
+}
 
 Error parse_chat_messages(const Json& value, const std::string& param, std::vector<ChatMessage>& out) {
   if (!value.is_array()) return fields::type_error(param, "an array of messages", value);
@@ -288,6 +304,7 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
   std::optional<int32_t> max_tokens, max_completion_tokens, top_logprobs;
   bool logprobs = false;
   bool has_messages = false;
+  std::optional<bool> add_generation_prompt;
   constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
   for (const auto& [key, value] : body.items()) {
     bool handled = false;
@@ -316,7 +333,13 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
     } else if (key == "include_reasoning") {
       e = fields::read_bool(value, key, req.include_reasoning);
     } else if (key == "chat_template_kwargs") {
-      e = read_template_kwargs(value, req.chat_template_kwargs);
+      e = read_chat_template_kwargs(value, req.chat_template_kwargs);
+    } else if (key == "add_generation_prompt") {
+      bool flag = true;
+      e = fields::read_bool(value, key, flag);
+      if (!value.is_null()) add_generation_prompt = flag;
+    } else if (key == "continue_final_message") {
+      e = fields::read_bool(value, key, req.continue_final_message);
     } else if (key == "audio" || key == "web_search_options") {
       if (!value.is_null()) e = fields::unsupported(key, "is not supported.");
     } else {
@@ -327,6 +350,9 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
   if (auto e = check_generation_options(body, req)) return *e;
   if (!has_messages) return fields::missing_field("messages");
   if (auto e = parse_chat_tools(body, req.tools, req.tool_choice)) return *e;
+  if (auto e = resolve_continuation(req.messages, req.continue_final_message, add_generation_prompt,
+                                    req.add_generation_prompt))
+    return *e;
   if (max_tokens && max_completion_tokens && *max_tokens != *max_completion_tokens) {
     return invalid_request(
         "'max_tokens' and 'max_completion_tokens' disagree; send only 'max_completion_tokens'.",

@@ -55,6 +55,10 @@ struct ChatRequest : GenerationOptions {
   ToolChoice tool_choice;             // tool_choice, or the legacy function_call; none without tools
   bool parallel_tool_calls = true;
   bool include_reasoning = true;      // vLLM: false drops the reasoning from the response
+  // vLLM: the template's generation prompt (default: unless continuing), or the
+  // final assistant message continued as the start of the answer (a prefill).
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
   // sampling.max_tokens: max_completion_tokens, else max_tokens, else empty (up to the
   // context). sampling.logprobs: top_logprobs (0..20, default 0) when logprobs is
   // true, else empty.
@@ -65,6 +69,16 @@ using ChatParse = std::variant<ChatRequest, ApiError>;
 ChatParse parse_chat_request(std::string_view body, const ParseOptions& parse = {});
 // The same, for a body already parsed (a JSON object).
 ChatParse parse_chat_json(const nlohmann::json& body, const ParseOptions& parse = {});
+
+// chat_template_kwargs (an object whose keys the template does not reserve), also
+// read by /tokenize.
+fields::Error read_chat_template_kwargs(const nlohmann::json& value, nlohmann::json& out);
+
+// vLLM's continue_final_message: the answer continues the final assistant message,
+// so `resolved` (the generation prompt) defaults to off and may not be on; the last
+// message must be the assistant's. Errors name the param.
+fields::Error resolve_continuation(const std::vector<ChatMessage>& messages, bool continue_final_message,
+                                   std::optional<bool> add_generation_prompt, bool& resolved);
 
 // The "messages" array on its own (also used by /tokenize). Errors name
 // `param`[i]... .

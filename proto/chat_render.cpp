@@ -58,4 +58,17 @@ OrderedTools read_tools_in_order(std::string_view body, const ChatRequest& reque
   return out;
 }
 
+std::optional<std::string> continued_prompt(std::string rendered, const std::string& final_content) {
+  const size_t at = final_content.empty() ? std::string::npos : rendered.rfind(final_content);
+  if (at == std::string::npos) return std::nullopt;
+  rendered.resize(at + final_content.size());
+  return rendered;
+}
+
+ApiError final_message_not_continuable() {
+  return invalid_request("The final assistant message cannot be continued: the chat template does not show its "
+                         "content as sent.",
+                         "messages");
+}
+
 }  // namespace sluice::proto

@@ -25,4 +25,11 @@ struct OrderedTools {
 };
 OrderedTools read_tools_in_order(std::string_view body, const ChatRequest& request);
 
+// continue_final_message: the rendered conversation cut right after the final
+// message's content, so what follows continues it (the template's end-of-turn markup
+// is dropped, as vLLM does); nullopt when the template does not show the content as
+// sent. The error of a refusal, naming "messages".
+std::optional<std::string> continued_prompt(std::string rendered, const std::string& final_content);
+ApiError final_message_not_continuable();
+
 }  // namespace sluice::proto

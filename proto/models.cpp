@@ -4,6 +4,17 @@
 
 namespace sluice::proto {
 
+std::vector<std::string> model_endpoints(const engine::ModelInfo& model) {
+  if (model.kind == "speech") return {"/v1/audio/speech"};
+  std::vector<std::string> routes = {"/v1/completions"};
+  if (model.has_chat_template) {
+    for (const char* route : {"/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"})
+      routes.emplace_back(route);
+  }
+  for (const char* route : {"/v1/embeddings", "/tokenize", "/detokenize"}) routes.emplace_back(route);
+  return routes;
+}
+
 nlohmann::ordered_json model_object(const engine::ModelInfo& model) {
   return {
       {"id", model.id},
@@ -22,7 +33,10 @@ nlohmann::ordered_json model_object(const engine::ModelInfo& model) {
         {"num_parameters", model.num_parameters},
         {"file_bytes", model.file_bytes},
         {"trained_context_length", model.trained_context_length},
-        {"backend", model.backend}}},
+        {"backend", model.backend},
+        // The routes that accept this model: a text model without a chat template
+        // serves no chat-shaped route, a speech model only speech.
+        {"endpoints", model_endpoints(model)}}},
   };
 }
 

@@ -476,14 +476,17 @@ std::variant<ResponsesChat, ApiError> to_chat_request(const ResponsesRequest& re
   out.body = body.dump();
   ChatParse parsed = parse_chat_request(out.body, parse);
   if (auto* error = std::get_if<ApiError>(&parsed)) {
-    ApiError renamed_error = *error;
-    renamed_error.param = renamed(renamed_error.param);
-    renamed_error.message = renamed(renamed_error.message);
-    return renamed_error;
+    return in_responses_terms(*error);
   }
   out.request = std::get<ChatRequest>(std::move(parsed));
   for (const std::string& field : request.ignored_fields) out.request.ignored_fields.push_back(field);
   return out;
+}
+
+ApiError in_responses_terms(ApiError error) {
+  error.param = renamed(error.param);
+  error.message = renamed(error.message);
+  return error;
 }
 
 ApiError previous_response_not_found(const std::string& id) {

@@ -55,6 +55,10 @@ std::variant<ResponsesChat, ApiError> to_chat_request(const ResponsesRequest& re
                                                       const nlohmann::ordered_json& history,
                                                       const ParseOptions& parse = {});
 
+// An error of the shared chat code said in this API's words: text.format,
+// max_output_tokens, tools[i].parameters, input.
+ApiError in_responses_terms(ApiError error);
+
 // The 404 for a previous_response_id that is unknown, deleted, evicted or expired.
 ApiError previous_response_not_found(const std::string& id);
 // The 404 of GET / DELETE /v1/responses/{id}.

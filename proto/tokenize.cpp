@@ -14,6 +14,7 @@ TokenizeParse parse_tokenize_request(std::string_view body_text) {
   TokenizeRequest req;
   std::optional<bool> add_special_tokens;
   bool has_messages = false;
+  std::optional<bool> add_generation_prompt;
   for (const auto& [key, value] : body.items()) {
     Error e;
     if (key == "model") {
@@ -30,7 +31,16 @@ TokenizeParse parse_tokenize_request(std::string_view body_text) {
       e = fields::read_bool(value, key, b);
       if (!value.is_null()) add_special_tokens = b;
     } else if (key == "add_generation_prompt") {
-      e = fields::read_bool(value, key, req.add_generation_prompt);
+      bool flag = true;
+      e = fields::read_bool(value, key, flag);
+      if (!value.is_null()) add_generation_prompt = flag;
+    } else if (key == "continue_final_message") {
+      e = fields::read_bool(value, key, req.continue_final_message);
+    } else if (key == "chat_template_kwargs") {
+      e = read_chat_template_kwargs(value, req.chat_template_kwargs);
+    } else if (key == "chat_template") {
+      // vLLM takes a template in the request only behind a trust flag; sluice never.
+      if (!value.is_null()) e = fields::unsupported(key, "is not supported: the model's template is used.");
     } else if (key == "return_token_strs") {
       e = fields::read_bool(value, key, req.return_token_strs);
     } else {
@@ -42,8 +52,14 @@ TokenizeParse parse_tokenize_request(std::string_view body_text) {
     return invalid_request("Send either 'prompt' or 'messages', not both.", "messages");
   }
   if (!req.prompt && !has_messages) return fields::missing_field("prompt");
-  if (req.prompt && body.contains("add_generation_prompt") && !body["add_generation_prompt"].is_null()) {
-    return invalid_request("'add_generation_prompt' applies only to 'messages'.", "add_generation_prompt");
+  if (req.prompt) {
+    for (const char* chat_only : {"add_generation_prompt", "continue_final_message", "chat_template_kwargs"}) {
+      if (body.contains(chat_only) && !body[chat_only].is_null())
+        return invalid_request(std::string("'") + chat_only + "' applies only to 'messages'.", chat_only);
+    }
+  } else if (auto e = resolve_continuation(req.messages, req.continue_final_message, add_generation_prompt,
+                                           req.add_generation_prompt)) {
+    return *e;
   }
   req.add_special_tokens = add_special_tokens.value_or(!has_messages);
   return req;

@@ -1,7 +1,10 @@
 #pragma once
 // vLLM's /tokenize and /detokenize: request parsing and response bodies.
 //   POST /tokenize   {model?, prompt | messages, add_special_tokens?, add_generation_prompt?,
-//                     return_token_strs?} -> {count, max_model_len, tokens[, token_strs]}
+//                     continue_final_message?, chat_template_kwargs?, return_token_strs?}
+//                    -> {count, max_model_len, tokens[, token_strs]}
+// (routers such as vllm-router tokenize chat requests here to route by prefix, with
+// the chat request's template fields.)
 //   POST /detokenize {model?, tokens}     -> {prompt}
 // `model` is optional, as in vLLM: the server uses its only model when absent.
 #include <cstdint>
@@ -23,7 +26,9 @@ struct TokenizeRequest {
   std::optional<std::string> prompt;  // exactly one of prompt and messages
   std::vector<ChatMessage> messages;  // rendered through the chat template
   bool add_special_tokens = true;     // default: true for prompt, false for messages (vLLM)
-  bool add_generation_prompt = true;  // messages only
+  bool add_generation_prompt = true;  // messages only; default: unless continuing
+  bool continue_final_message = false;  // messages only: as in chat
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
   bool return_token_strs = false;
 
   bool is_chat() const { return !prompt.has_value(); }

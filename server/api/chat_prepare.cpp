@@ -11,6 +11,12 @@
 namespace sluice::server {
 namespace {
 
+struct ContinuationError {};  // thrown out of the render job: the final message cannot be continued
+
+void refuse(Exchange& ex, ErrorTerms terms, proto::ApiError error) {
+  set_error(ex.response, terms ? terms(std::move(error)) : std::move(error));
+}
+
 // tool_choice required, a named function or auto: the grammar of the allowed calls,
 // compiled on the tokenizer pool. On a refusal the response is set and nothing is
 // returned.
@@ -18,7 +24,7 @@ asio::awaitable<std::optional<ToolConstraint>> compile_tool_constraint(Exchange&
                                                                        const proto::ChatRequest& request,
                                                                        const ChatToolPlan& plan,
                                                                        const proto::OrderedTools& ordered,
-                                                                       PrepPool& prep) {
+                                                                       PrepPool& prep, ErrorTerms terms) {
   ToolConstraint constraint;
   if (plan.constrained_functions.empty()) co_return constraint;
   std::vector<grammar::ToolFunctionSchema> functions;
@@ -40,11 +46,11 @@ asio::awaitable<std::optional<ToolConstraint>> compile_tool_constraint(Exchange&
     }
   });
   if (!compiled) {
-    set_error(ex.response, prep_pool_full(prep));
+    refuse(ex, terms, prep_pool_full(prep));
     co_return std::nullopt;
   }
   if (auto* error = std::get_if<proto::ApiError>(&*compiled)) {
-    set_error(ex.response, *error);
+    refuse(ex, terms, *error);
     co_return std::nullopt;
   }
   grammar::CompiledSpec& spec = std::get<grammar::CompiledSpec>(*compiled);
@@ -63,16 +69,16 @@ asio::awaitable<std::optional<ToolConstraint>> compile_tool_constraint(Exchange&
 asio::awaitable<std::optional<PreparedChat>> prepare_chat(Exchange& ex, ModelService& model,
                                                           const proto::ChatRequest& request, std::string_view body,
                                                           const config::Config& config, PrepPool& prep,
-                                                          bool compile_tools) {
+                                                          bool compile_tools, ErrorTerms terms) {
   if (!model.has_chat_template()) {
-    set_error(ex.response, proto::invalid_request("The model '" + request.model +
+    refuse(ex, terms, proto::invalid_request("The model '" + request.model +
                                                       "' has no chat template; use /v1/completions.",
                                                   "model"));
     co_return std::nullopt;
   }
   auto planned = plan_chat_tools(request, request.model, model.chat_syntax(), config);
   if (auto* error = std::get_if<proto::ApiError>(&planned)) {
-    set_error(ex.response, *error);
+    refuse(ex, terms, *error);
     co_return std::nullopt;
   }
   PreparedChat prepared;
@@ -82,7 +88,7 @@ asio::awaitable<std::optional<PreparedChat>> prepare_chat(Exchange& ex, ModelSer
   for (const proto::ChatMessage& message : request.messages) num_content_bytes += message.content.size();
   const int64_t min_tokens = model.token_bound().min_tokens_of_bytes(num_content_bytes);
   if (auto error = text_too_long(model.max_model_len(), min_tokens, num_content_bytes, "messages")) {
-    set_error(ex.response, *error);
+    refuse(ex, terms, *error);
     co_return std::nullopt;
   }
   proto::OrderedTools ordered;
@@ -92,25 +98,33 @@ asio::awaitable<std::optional<PreparedChat>> prepare_chat(Exchange& ex, ModelSer
       if (!request.tools.empty()) ordered = proto::read_tools_in_order(body, request);
       std::optional<chat::Value> tools;
       if (plan.render_tools) tools = proto::template_value(ordered.for_template);
-      const std::string text = model.render_chat(request.messages, /*add_generation_prompt=*/true,
-                                                 request.chat_template_kwargs, tools ? &*tools : nullptr);
+      std::string text = model.render_chat(request.messages, request.add_generation_prompt,
+                                           request.chat_template_kwargs, tools ? &*tools : nullptr);
+      if (request.continue_final_message) {
+        std::optional<std::string> continued = proto::continued_prompt(std::move(text), request.messages.back().content);
+        if (!continued) throw ContinuationError();
+        text = std::move(*continued);
+      }
       start_from_prompt(plan, text);
       // The template writes the special tokens itself (vLLM's default: no BOS added).
       return model.tokenizer().encode(text, request.add_special_tokens.value_or(false),
                                       /*parse_special=*/true);
     });
+  } catch (const ContinuationError&) {
+    refuse(ex, terms, proto::final_message_not_continuable());
+    co_return std::nullopt;
   } catch (const chat::TemplateError& e) {
-    set_error(ex.response, proto::invalid_request(std::string("The chat template rejected the messages: ") +
+    refuse(ex, terms, proto::invalid_request(std::string("The chat template rejected the messages: ") +
                                                       e.what(), "messages"));
     co_return std::nullopt;
   }
   if (!tokens) {
-    set_error(ex.response, prep_pool_full(prep));
+    refuse(ex, terms, prep_pool_full(prep));
     co_return std::nullopt;
   }
   prepared.tokens = std::move(*tokens);
   if (!compile_tools) co_return prepared;
-  auto tool_constraint = co_await compile_tool_constraint(ex, model, request, plan, ordered, prep);
+  auto tool_constraint = co_await compile_tool_constraint(ex, model, request, plan, ordered, prep, terms);
   if (!tool_constraint) co_return std::nullopt;
   prepared.tools = std::move(*tool_constraint);
   co_return prepared;

@@ -21,11 +21,15 @@ struct PreparedChat {
   ToolConstraint tools;         // empty unless compile_tools and a call is constrained
 };
 
+// How an API that maps its requests onto chat names the chat code's error
+// parameters (proto::in_messages_terms, proto::in_responses_terms); null: as chat.
+using ErrorTerms = proto::ApiError (*)(proto::ApiError);
+
 // `body`: the request as a /v1/chat/completions body (the tools' schemas are read
 // from it in the client's key order). `compile_tools` false: the prompt only.
 asio::awaitable<std::optional<PreparedChat>> prepare_chat(Exchange& ex, ModelService& model,
                                                           const proto::ChatRequest& request, std::string_view body,
                                                           const config::Config& config, PrepPool& prep,
-                                                          bool compile_tools = true);
+                                                          bool compile_tools = true, ErrorTerms terms = nullptr);
 
 }  // namespace sluice::server

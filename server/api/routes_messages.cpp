@@ -31,7 +31,8 @@ asio::awaitable<void> answer_message(Exchange& ex, const ModelServices& services
   proto::MessagesRequest& request = *parsed;
   ModelService* model = find_model(ex, services, request.model);
   if (!model) co_return;
-  auto prepared = co_await prepare_chat(ex, *model, request, request.chat_body, config, prep);
+  auto prepared = co_await prepare_chat(ex, *model, request, request.chat_body, config, prep,
+                                        /*compile_tools=*/true, proto::in_messages_terms);
   if (!prepared) co_return;
   std::vector<PreparedPrompt> prompts(1);
   prompts[0].tokens = std::move(prepared->tokens);
@@ -50,7 +51,7 @@ asio::awaitable<void> answer_count(Exchange& ex, const ModelServices& services, 
   ModelService* model = find_model(ex, services, request.model);
   if (!model) co_return;
   auto prepared = co_await prepare_chat(ex, *model, request, request.chat_body, config, prep,
-                                        /*compile_tools=*/false);
+                                        /*compile_tools=*/false, proto::in_messages_terms);
   if (!prepared) co_return;
   ex.response.result(http::status::ok);
   ex.response.set(http::field::content_type, "application/json");

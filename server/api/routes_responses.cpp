@@ -76,7 +76,8 @@ asio::awaitable<void> handle_create(Exchange& ex, const ModelServices& services,
                                                   "model"));
     co_return;
   }
-  auto prepared = co_await prepare_chat(ex, *model, request, parsed.chat.body, config, prep);
+  auto prepared = co_await prepare_chat(ex, *model, request, parsed.chat.body, config, prep,
+                                         /*compile_tools=*/true, proto::in_responses_terms);
   if (!prepared) co_return;
   std::vector<PreparedPrompt> prompts(1);
   prompts[0].tokens = std::move(prepared->tokens);

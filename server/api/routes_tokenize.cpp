@@ -1,9 +1,11 @@
 // vLLM's /tokenize and /detokenize: the model's own tokenizer (and chat template for
 // "messages") on demand, no engine involved; the work runs on the PrepPool.
+#include <optional>
 #include <string>
 #include <variant>
 
 #include "engine/chat/jinja/template_error.h"
+#include "proto/chat_render.h"
 #include "proto/errors.h"
 #include "proto/sse.h"
 #include "proto/tokenize.h"
@@ -68,12 +70,16 @@ asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, Prep
     co_return set_error(ex.response, *error);
   }
   const tokenizer::Tokenizer& tok = model->tokenizer();
-  std::optional<std::vector<int32_t>> tokens;
+  std::optional<std::optional<std::vector<int32_t>>> tokens;  // empty: the pool was full
   try {
     tokens = co_await prep.run([&] {
-      const std::string text = request.is_chat() ? model->render_chat(request.messages, request.add_generation_prompt)
-                                                 : *request.prompt;
-      return tok.encode(text, request.add_special_tokens, /*parse_special=*/true);
+      std::optional<std::string> text = request.prompt;
+      if (request.is_chat()) {
+        text = model->render_chat(request.messages, request.add_generation_prompt, request.chat_template_kwargs);
+        if (request.continue_final_message) text = proto::continued_prompt(std::move(*text), request.messages.back().content);
+      }
+      if (!text) return std::optional<std::vector<int32_t>>();  // the final message cannot be continued
+      return std::optional(tok.encode(*text, request.add_special_tokens, /*parse_special=*/true));
     });
   } catch (const chat::TemplateError& e) {
     co_return set_error(ex.response, proto::invalid_request(
@@ -81,11 +87,12 @@ asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, Prep
                                          "messages"));
   }
   if (!tokens) co_return set_error(ex.response, prep_pool_full(prep));
+  if (!*tokens) co_return set_error(ex.response, proto::final_message_not_continuable());
   std::vector<std::string> strs;
   if (request.return_token_strs) {
-    for (int32_t id : *tokens) strs.push_back(tok.token_text(id));
+    for (int32_t id : **tokens) strs.push_back(tok.token_text(id));
   }
-  set_body(ex.response, proto::tokenize_response(*tokens, static_cast<int32_t>(max_model_len),
+  set_body(ex.response, proto::tokenize_response(**tokens, static_cast<int32_t>(max_model_len),
                                                  request.return_token_strs ? &strs : nullptr));
 }
 

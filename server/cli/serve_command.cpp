@@ -68,6 +68,7 @@ void load_models(const config::Config& config, ServiceState& state, ModelService
       // The engine may have shrunk the trained context to its KV cache: /v1/models
       // reports what is served.
       loaded.info.context_length = service->engine().max_model_len();
+      loaded.info.has_chat_template = service->has_chat_template();
       services.add(std::move(loaded), std::move(service));
       ++num_loaded;
     } catch (const loader::LoadStopped&) {

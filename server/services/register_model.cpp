@@ -51,7 +51,9 @@ std::string resolve_backend(const config::ModelConfig& config) {
 }
 
 std::string default_model_id(const std::string& path) {
-  std::string name = std::filesystem::path(path).filename().string();
+  std::filesystem::path p(path);
+  if (!p.has_filename()) p = p.parent_path();  // "models/SmolLM2/" names the folder
+  std::string name = p.filename().string();
   constexpr std::string_view kSuffix = ".gguf";
   if (name.size() > kSuffix.size() && name.ends_with(kSuffix)) {
     name.resize(name.size() - kSuffix.size());
@@ -143,6 +145,25 @@ int64_t unix_now() {
       .count();
 }
 
+// The served context (the operator's, at most the trained one) and the log line of
+// a registered text model; `info` has everything else.
+LoadedModel info_checked_for_context(const config::ModelConfig& config, ModelInfo info) {
+  if (config.context_length > info.trained_context_length) {
+    throw LoadError(config.path, "context_length " + std::to_string(config.context_length) +
+                                     " exceeds the model's trained context length " +
+                                     std::to_string(info.trained_context_length) +
+                                     "; lower context_length (--context-length, or the model entry's key)");
+  }
+  info.quantize = config.quantize;
+  info.context_length_set = config.context_length != 0;
+  info.context_length = info.context_length_set ? config.context_length : info.trained_context_length;
+  info.created = unix_now();
+  spdlog::info("model '{}': {} {}, {} params, context {} (trained {}), backend {}, {}", info.id,
+               info.architecture, info.file_type, format_count(info.num_parameters), info.context_length,
+               info.trained_context_length, info.backend, info.path);
+  return LoadedModel{std::move(info), nullptr};
+}
+
 // A Qwen3-TTS checkpoint folder: its configs are read and checked here (the weights
 // are bound when its service loads). Its "context" is the talker's positions.
 LoadedModel register_speech_model(const config::ModelConfig& config, ModelInfo info) {
@@ -166,6 +187,51 @@ LoadedModel register_speech_model(const config::ModelConfig& config, ModelInfo i
                tts::tts_kind_name(tts.kind), tts.speakers.size(), format_count(info.num_parameters), info.backend,
                info.path);
   return LoadedModel{std::move(info), nullptr};
+}
+
+// The dtype holding most matrix elements of a safetensors folder ("BF16").
+std::string dominant_dtype(const loader::TensorSet& tensors) {
+  std::map<backends::DType, uint64_t> num_elements_by_dtype;
+  for (const std::string& name : tensors.names()) {
+    const std::optional<loader::WeightView> view = tensors.find(name);
+    if (view->shape.size() < 2) continue;
+    uint64_t n = 1;
+    for (const int64_t d : view->shape) n *= static_cast<uint64_t>(d);
+    num_elements_by_dtype[view->dtype] += n;
+  }
+  if (num_elements_by_dtype.empty()) return "unknown";
+  const auto most = std::max_element(num_elements_by_dtype.begin(), num_elements_by_dtype.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  return std::string(backends::dtype_name(most->first));
+}
+
+// A Hugging Face text model folder (config.json, safetensors, tokenizer.json): the
+// same checks as a GGUF file, made by opening its weights the way the engine will
+// (config.json's keys, every tensor's name, dtype and shape), then dropped: the
+// service reopens them (mmap, no copy).
+LoadedModel register_text_folder(const config::ModelConfig& config, ModelInfo info) {
+  const std::filesystem::path dir(config.path);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dir / "tokenizer.json", ec) &&
+      !std::filesystem::is_regular_file(dir / "vocab.json", ec)) {
+    throw LoadError(dir / "tokenizer.json", "missing: a model folder needs its tokenizer (tokenizer.json, or "
+                                            "vocab.json and merges.txt)");
+  }
+  const std::unique_ptr<loader::WeightSource> weights = loader::open_safetensors_weights(dir);
+  const engine::ModelHparams& hp = weights->hparams();
+  info.architecture = hp.architecture;
+  info.trained_context_length = hp.context_length;
+  if (info.trained_context_length <= 0) {
+    throw LoadError(dir / "config.json", "max_position_embeddings is " + std::to_string(hp.context_length) +
+                                             ", expected a positive integer");
+  }
+  const auto tensors = loader::open_tensor_set(dir);
+  info.num_parameters = num_elements(*tensors);
+  info.file_type = dominant_dtype(*tensors);
+  info.file_bytes = safetensors_bytes(dir);
+  info.display_name = dir.filename().string();
+  info.owned_by = "sluice";
+  return info_checked_for_context(config, std::move(info));
 }
 
 }  // namespace
@@ -206,6 +272,8 @@ LoadedModel register_model(const config::ModelConfig& config) {
                                      " is negative (0 means the trained context length)");
   }
   if (is_tts_folder(config.path)) return register_speech_model(config, std::move(info));
+  std::error_code ec;
+  if (std::filesystem::is_directory(config.path, ec)) return register_text_folder(config, std::move(info));
 
   auto file = std::make_shared<const GgufFile>(GgufFile::open(config.path));
   info.architecture = check_architecture(*file);
@@ -221,16 +289,6 @@ LoadedModel register_model(const config::ModelConfig& config) {
     throw LoadError(config.path, "missing required tensor 'token_embd.weight'");
   }
 
-  if (config.context_length > info.trained_context_length) {
-    throw LoadError(config.path, "context_length " + std::to_string(config.context_length) +
-                                     " exceeds the model's trained context length " +
-                                     std::to_string(info.trained_context_length) +
-                                     "; lower context_length (--context-length, or the model entry's key)");
-  }
-  info.quantize = config.quantize;
-  info.context_length_set = config.context_length != 0;
-  info.context_length = info.context_length_set ? config.context_length : info.trained_context_length;
-
   info.display_name = optional_string(*file, "general.name");
   info.owned_by = optional_string(*file, "general.organization");
   if (info.owned_by.empty()) info.owned_by = "sluice";
@@ -239,12 +297,7 @@ LoadedModel register_model(const config::ModelConfig& config) {
     info.num_parameters += tensor.num_elements;
   }
   info.file_bytes = file->file_size();
-  info.created = unix_now();
-
-  spdlog::info("model '{}': {} {}, {} params, context {} (trained {}), backend {}, {}", info.id,
-               info.architecture, info.file_type, format_count(info.num_parameters),
-               info.context_length, info.trained_context_length, info.backend, info.path);
-  return LoadedModel{std::move(info), std::move(file)};
+  return LoadedModel{info_checked_for_context(config, std::move(info)).info, std::move(file)};
 }
 
 }  // namespace sluice::server

@@ -1,6 +1,6 @@
 #pragma once
-// register_model() opens and validates one configured GGUF file or Qwen3-TTS
-// checkpoint folder, before anything is loaded; ModelServices (model_services.h)
+// register_model() opens and validates one configured GGUF file, Hugging Face text
+// model folder or Qwen3-TTS checkpoint folder, before anything is loaded; ModelServices (model_services.h)
 // keeps what it returns beside the model's service.
 #include <cstdint>
 #include <memory>
@@ -18,14 +18,15 @@ using engine::ModelInfo;
 
 struct LoadedModel {
   ModelInfo info;
-  std::shared_ptr<const loader::GgufFile> file;  // keeps the mapping alive for the engine; null for speech
+  std::shared_ptr<const loader::GgufFile> file;  // keeps the mapping alive for the engine; null for folders
   bool is_speech() const { return info.kind == "speech"; }
 };
 
 inline constexpr std::string_view kSupportedArchitectures[] = {"llama", "qwen3", "gemma3"};
 
 // Opens config.path and checks that it is a model this build can serve: a GGUF file,
-// or a folder whose config.json is a Qwen3-TTS checkpoint (kind "speech"). Throws
+// a folder whose config.json is a Qwen3-TTS checkpoint (kind "speech"), or another
+// folder with config.json, safetensors and a tokenizer (a text model). Throws
 // loader::LoadError naming the file and what is wrong. Logs one line on success.
 LoadedModel register_model(const config::ModelConfig& config);
 

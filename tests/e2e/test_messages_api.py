@@ -168,6 +168,30 @@ def test_missing_max_tokens_is_anthropic_400(client, served):
     assert json.loads(raw) == body
 
 
+def test_a_refused_input_schema_is_named_in_this_apis_words(client):
+    # Refused when the tool grammar is compiled, after parsing.
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        client.messages.create(model="smol-tools", max_tokens=8, messages=ASK,
+                               tools=[{"name": "f", "input_schema": {"type": "object", "properties": {"a": {"type": 5}}}}],
+                               tool_choice={"type": "any"})
+    message = caught.value.body["error"]["message"]
+    assert "tools[0].input_schema" in message and "function" not in message, message
+
+
+def test_a_final_assistant_message_is_a_prefill(client, served):
+    prefill = "The weather in Paris is"
+    message = client.messages.create(model="smol-tools", max_tokens=12, extra_body=GREEDY,
+                                     messages=ASK + [{"role": "assistant", "content": prefill}])
+    # The chat route continuing the same messages gives the same text.
+    status, _, raw = request(served, "POST", "/v1/chat/completions", json.dumps({
+        "model": "smol-tools", "messages": ASK + [{"role": "assistant", "content": prefill}],
+        "continue_final_message": True, "max_tokens": 12, **GREEDY}),
+        {"Authorization": f"Bearer {API_KEY}", "content-type": "application/json"})
+    assert status == 200, raw
+    assert message.content[0].text == json.loads(raw)["choices"][0]["message"]["content"]
+    assert message.usage.input_tokens == json.loads(raw)["usage"]["prompt_tokens"]
+
+
 def test_unknown_model_is_not_found(client):
     with pytest.raises(anthropic.NotFoundError) as caught:
         client.messages.create(model="nope", max_tokens=4, messages=ASK)

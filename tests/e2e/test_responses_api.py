@@ -217,6 +217,9 @@ def test_retrieve_and_delete(client):
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "http://x"}]}]},
      "input[0].content[0].type"),
     ({"max_output_tokens": 0}, "max_output_tokens"),
+    # Refused when its grammar is compiled (after parsing): still this API's name.
+    ({"tools": [{"type": "function", "name": "f", "parameters": {"type": 5}}], "tool_choice": "required"},
+     "tools[0].parameters"),
 ])
 def test_bad_requests_name_the_field(served, extra, param):
     body = {"model": MODEL, "input": "Hi", **extra}

@@ -233,3 +233,19 @@ TEST_CASE("chat: vLLM's chat_template_kwargs and add_special_tokens") {
   CHECK(ok({}).chat_template_kwargs.empty());
   CHECK(err_param({{"chat_template_kwargs", "x"}}) == "chat_template_kwargs");
 }
+
+TEST_CASE("chat: continue_final_message continues a final assistant message") {
+  const Json prefill = Json::array({user("hi"), {{"role", "assistant"}, {"content", "Sure: "}}});
+  const ChatRequest plain = ok({});
+  CHECK(plain.add_generation_prompt);
+  CHECK_FALSE(plain.continue_final_message);
+  // Continuing turns the generation prompt off unless the client sets it.
+  const ChatRequest continued = ok({{"messages", prefill}, {"continue_final_message", true}});
+  CHECK(continued.continue_final_message);
+  CHECK_FALSE(continued.add_generation_prompt);
+  CHECK_FALSE(ok({{"add_generation_prompt", false}}).add_generation_prompt);
+  CHECK(err_param({{"messages", prefill}, {"continue_final_message", true}, {"add_generation_prompt", true}}) ==
+        "continue_final_message");
+  CHECK(err_param({{"continue_final_message", true}}) == "messages");  // the last message is the user's
+  CHECK(err_param({{"continue_final_message", "yes"}}) == "continue_final_message");
+}

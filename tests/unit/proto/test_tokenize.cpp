@@ -55,6 +55,23 @@ TEST_CASE("tokenize: messages form") {
   CHECK(r.add_special_tokens);
 }
 
+TEST_CASE("tokenize: a chat request's template fields, as routers send them") {
+  constexpr const char* kPrefill =
+      R"("messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Sure"}])";
+  auto r = tok_ok(std::string("{") + kPrefill + R"(,"continue_final_message":true,"chat_template":null,)" +
+                  R"("chat_template_kwargs":{"enable_thinking":false}})");
+  CHECK(r.continue_final_message);
+  CHECK_FALSE(r.add_generation_prompt);
+  CHECK(r.chat_template_kwargs == nlohmann::json{{"enable_thinking", false}});
+  CHECK(tok_err(std::string("{") + kPrefill + R"(,"continue_final_message":true,"add_generation_prompt":true})") ==
+        "continue_final_message");
+  CHECK(tok_err(R"({"messages":[{"role":"user","content":"hi"}],"continue_final_message":true})") == "messages");
+  CHECK(tok_err(R"({"messages":[{"role":"user","content":"hi"}],"chat_template":"{{ x }}"})") == "chat_template");
+  CHECK(tok_err(R"({"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"messages":1}})") ==
+        "chat_template_kwargs");
+  CHECK(tok_err(R"({"prompt":"a","continue_final_message":false})") == "continue_final_message");
+}
+
 TEST_CASE("tokenize: rejected forms name the field") {
   CHECK(tok_err(R"({"model":"m"})") == "prompt");
   CHECK(tok_err(R"({"prompt":"a","messages":[{"role":"user","content":"hi"}]})") == "messages");
