@@ -50,13 +50,18 @@ class Router:
             # The router's load poll (power_of_two) reuses the startup interval.
             "--worker-startup-check-interval", "1", "--worker-startup-timeout-secs", "60",
             "--health-check-endpoint", "/ready", "--health-check-interval-secs", "1",
-            "--health-failure-threshold", "1", "--log-level", "debug", *extra,
+            "--health-failure-threshold", "1", "--health-check-timeout-secs", "10",
+            "--log-level", "debug", *extra,
         ]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
-        self._wait_ready(len(replicas))
+        try:
+            self._wait_ready(len(replicas))
+        except BaseException:
+            self.stop()
+            raise
 
     def _read(self):
         for line in self.proc.stdout:
@@ -101,9 +106,14 @@ def start_router():
     started = []
 
     def start(replicas, policy, *extra):
-        router = Router(replicas, policy, *extra)
-        started.append(router)
-        return router
+        for attempt in range(3):  # a free port may be taken before the router binds it
+            try:
+                router = Router(replicas, policy, *extra)
+                started.append(router)
+                return router
+            except AssertionError as error:
+                if attempt == 2 or "Address already in use" not in str(error):
+                    raise
 
     yield start
     for router in started:
