@@ -17,7 +17,8 @@ PROMPTS = ["hello world, the cat is in the", "Once upon a time 12345", "h√©llo √
 
 
 def post(daemon, path, body):
-    status, _, text = request(daemon, "POST", path, body, timeout=60)
+    status, _, text = request(daemon, "POST", path, json.dumps(body), {"Content-Type": "application/json"},
+                              timeout=60)
     assert status == 200, text
     return json.loads(text)
 
