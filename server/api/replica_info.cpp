@@ -1,5 +1,9 @@
 #include "server/api/replica_info.h"
 
+#include <cstdio>
+#include <random>
+#include <string>
+
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "unknown"
 #endif
@@ -26,6 +30,18 @@ nlohmann::json load_body(const ReplicaLoad& load) { return {{"server_load", load
 
 namespace {
 
+// Random per process: vllm-router's kv_aware keys a replica's blocks by it and drops
+// them when it changes (a restart).
+const std::string& instance_id() {
+  static const std::string id = [] {
+    std::random_device random;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%08x%08x", random(), random());
+    return std::string("sluice-") + hex;
+  }();
+  return id;
+}
+
 int64_t kv_tokens(const ReplicaModel& model) {
   return static_cast<int64_t>(model.stats.num_kv_blocks) * model.stats.block_size;
 }
@@ -44,6 +60,7 @@ nlohmann::json model_figures(const ReplicaModel& model) {
           {"max_running_requests", model.max_num_seqs},
           {"max_prefill_tokens", model.max_num_batched_tokens},
           {"page_size", model.stats.block_size},
+          {"kv_block_size", model.stats.block_size},
           {"num_kv_blocks", model.stats.num_kv_blocks}};
 }
 
@@ -77,6 +94,7 @@ nlohmann::json server_info_body(const std::vector<ReplicaModel>& models) {
     body["model_id"] = lead->info.id;
   }
   body["version"] = std::string("sluice ") + SLUICE_VERSION;
+  body["instance_id"] = instance_id();
   body["dp_size"] = 1;
   body["tp_size"] = 1;
   nlohmann::json listed = nlohmann::json::array();

@@ -66,6 +66,9 @@ TEST_CASE("model and server info: the served name, never the file path") {
   CHECK(server_info["max_running_requests"] == 64);
   CHECK(server_info["max_prefill_tokens"] == 2048);
   CHECK(server_info["dp_size"] == 1);
+  CHECK(server_info["kv_block_size"] == 16);
+  CHECK(server_info["instance_id"].get<std::string>().starts_with("sluice-"));
+  CHECK(server::server_info_body({})["instance_id"] == server_info["instance_id"]);  // one per process
   CHECK(server_info["version"].get<std::string>().starts_with("sluice "));
   REQUIRE(server_info["models"].size() == 2);
   CHECK(server_info["models"][0]["id"] == "voice");
@@ -73,4 +76,5 @@ TEST_CASE("model and server info: the served name, never the file path") {
   CHECK(server_info.dump().find("secret") == std::string::npos);
   // sglang-router reads "model" as an alias of "model_id": both would be a duplicate.
   CHECK_FALSE(server_info.contains("model"));
+  CHECK_FALSE(server_info.contains("block_size"));  // and "block_size" of "kv_block_size" in vllm-router
 }
