@@ -80,6 +80,7 @@ struct Config {
   // Logging
   std::string log_level = "info";  // trace | debug | info | warn | error | off
   bool access_log = true;
+  bool metrics_vllm_names = true;  // /metrics also shows the engine series under vLLM's vllm:* names
 
   // Engine (per model)
   uint64_t kv_cache_bytes = 0;  // KV pool budget of each model; 0: automatic (see engine.h)

@@ -315,6 +315,9 @@ std::vector<OptionSpec> build_table() {
                                 logging, "trace, debug, info, warn, error or off"));
   table.push_back(bool_option("access_log", &Config::access_log, logging,
                               "Log one line per HTTP request (true/false/1/0/yes/no)"));
+  table.push_back(bool_option("metrics_vllm_names", &Config::metrics_vllm_names, logging,
+                              "/metrics also shows the engine metrics under vLLM's names (vllm:*), for "
+                              "gateways and autoscalers that read those (true/false)"));
   const std::string engine = "Engine";
   table.push_back(integer_option("kv_cache_bytes", &Config::kv_cache_bytes, 0, int64_t{1} << 40, "BYTES",
                                  engine,

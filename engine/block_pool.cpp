@@ -221,4 +221,22 @@ int32_t BlockPool::take_fresh() {
   return id;
 }
 
+int32_t BlockPool::flush_cached() {
+  int32_t num_dropped = 0;
+  for (int32_t id = 0; id < config_.num_blocks; ++id) {
+    Block& block = blocks_[id];
+    if (block.cache_id == 0 || block.ref_count > 0) continue;
+    const auto it = cached_.find(block.hash);
+    if (it != cached_.end() && it->second == id) cached_.erase(it);
+    block.cache_id = 0;
+    block.parent_cache_id = 0;
+    block.tokens.clear();
+    // Uncached free blocks are reused before cached ones: move it to the front.
+    unlink(id);
+    push_front(id);
+    ++num_dropped;
+  }
+  return num_dropped;
+}
+
 }  // namespace sluice::engine

@@ -85,6 +85,11 @@ class BlockPool {
   uint64_t num_prefix_cache_queries() const { return num_queries_; }
   uint64_t num_prefix_cache_hits() const { return num_hits_; }
 
+  // Drops every cached block no sequence references (POST /flush_cache): they stay
+  // free, no longer findable, and are reused first. Blocks in use keep their entries.
+  // Returns how many were dropped.
+  int32_t flush_cached();
+
  private:
   struct Block {
     int32_t ref_count = 0;

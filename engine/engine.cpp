@@ -383,8 +383,17 @@ void Engine::die(const std::string& reason, std::vector<InboxItem> queued) {
 
 EngineHealth Engine::health(std::chrono::nanoseconds step_timeout) const { return shell_.health(step_timeout); }
 
+std::future<int32_t> Engine::flush_prefix_cache() {
+  // Shared: the shell destroys an unrun task, and with it the promise (broken_promise).
+  auto promise = std::make_shared<std::promise<int32_t>>();
+  std::future<int32_t> flushed = promise->get_future();
+  shell_.post([this, promise] { promise->set_value(scheduler_->flush_prefix_cache()); });
+  return flushed;  // refused (stopping): the promise is gone already, broken
+}
+
 bool Engine::drain_inbox() {
   auto drained = shell_.drain();
+  for (auto& task : drained.tasks) task();
   for (InboxItem& item : drained.items) admit(std::move(item));
   for (const std::string& id : drained.aborts) {
     auto it = active_.find(id);

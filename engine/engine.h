@@ -20,6 +20,7 @@
 // backend) must outlive the Engine.
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,6 +102,10 @@ class Engine {
   bool abort(std::string_view request_id);
 
   EngineStats stats() const;
+  // Drops the prefix cache's blocks that no request holds, on the engine thread
+  // between steps; the future gets how many. It throws std::future_error
+  // (broken_promise) when the engine stopped or died before getting to it.
+  std::future<int32_t> flush_prefix_cache();
   // Not ok when the engine thread died, or when its current step started more than
   // step_timeout ago (zero or negative: never wedged).
   EngineHealth health(std::chrono::nanoseconds step_timeout) const;

@@ -124,6 +124,21 @@ class EngineShell {
     return true;
   }
 
+  // Runs `task` on the engine thread at its next drain, between steps (an operator's
+  // command such as flushing the prefix cache). False when the engine is stopping or
+  // dead: nothing will run it. A task the thread never reaches (it died, or stopped
+  // first) is destroyed unrun, so it must answer its caller from its destructor too
+  // (a std::promise does: broken_promise).
+  bool post(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return false;
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+    return true;
+  }
+
   // A request refused before push (validation): counted in stats().
   void count_rejected() {
     std::lock_guard lock(mutex_);
@@ -210,6 +225,7 @@ class EngineShell {
   struct Drained {
     std::vector<Item> items;
     std::vector<std::string> aborts;  // ids whose requests are to end "abort"
+    std::vector<std::function<void()>> tasks;  // posted with post(), to run now
     bool go_on = true;                // false once stop() was called
   };
 
@@ -220,6 +236,7 @@ class EngineShell {
     std::lock_guard lock(mutex_);
     out.items.swap(inbox_);
     out.aborts.swap(aborts_);
+    out.tasks.swap(tasks_);
     out.go_on = !stopping_;
     num_waiting_ += num_inbox_sequences_;
     num_inbox_sequences_ = 0;
@@ -229,7 +246,7 @@ class EngineShell {
   // Sleeps until something is submitted or aborted, or stop() (at most `at_most`).
   void wait_for_work(std::optional<std::chrono::milliseconds> at_most = std::nullopt) {
     std::unique_lock lock(mutex_);
-    const auto has_news = [&] { return stopping_ || !inbox_.empty() || !aborts_.empty(); };
+    const auto has_news = [&] { return stopping_ || !inbox_.empty() || !aborts_.empty() || !tasks_.empty(); };
     if (at_most) {
       cv_.wait_for(lock, *at_most, has_news);
     } else {
@@ -261,11 +278,13 @@ class EngineShell {
   // health() says "dead". Returns what was still queued, for the engine to end.
   std::vector<Item> mark_dead(const std::string& reason) {
     std::vector<Item> left;
+    std::vector<std::function<void()>> unrun;  // destroyed unlocked: their callers hear of it
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
       if (!dead_reason_) dead_reason_ = reason;
       left.swap(inbox_);
+      unrun.swap(tasks_);
       num_inbox_sequences_ = 0;
     }
     step_started_ns_.store(0);
@@ -280,6 +299,7 @@ class EngineShell {
   std::condition_variable cv_;
   std::vector<Item> inbox_;
   std::vector<std::string> aborts_;
+  std::vector<std::function<void()>> tasks_;
   std::unordered_set<std::string> in_flight_;
   int32_t num_waiting_ = 0;          // the scheduler's, after the last schedule()
   int32_t num_inbox_sequences_ = 0;  // of the items in inbox_

@@ -131,6 +131,8 @@ class Scheduler {
   // In (priority, arrival, seq_id) order; admission takes them in fair order.
   const std::deque<SequencePtr>& waiting() const { return waiting_; }
   const BlockPool& block_pool() const { return pool_; }
+  // Drops the prefix cache's unreferenced blocks (BlockPool::flush_cached).
+  int32_t flush_prefix_cache() { return pool_.flush_cached(); }
   const SchedulerConfig& config() const { return config_; }
   SchedulerStats stats() const;
 

@@ -22,6 +22,7 @@
 #include "server/api/routes_embeddings.h"
 #include "server/api/routes_generate.h"
 #include "server/api/routes_messages.h"
+#include "server/api/routes_replica.h"
 #include "server/api/routes_responses.h"
 #include "server/api/routes_speech.h"
 #include "server/services/service_state.h"
@@ -119,6 +120,7 @@ int run_serve(const config::Config& config) {
   add_responses_routes(router, services, config, prep, response_store);
   add_embeddings_routes(router, services, config, prep);
   add_speech_routes(router, services, config);
+  add_replica_routes(router, services, prep);
   ApiKeyAuth auth(config.api_keys);
   Cors cors(config.cors_origins);
   Dispatcher dispatcher(router, auth, cors);

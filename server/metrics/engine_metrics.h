@@ -1,37 +1,34 @@
 #pragma once
-// vLLM's engine metric set (vllm:* renamed sluice_*), one label set per loaded model,
-// on the daemon's prometheus registry.
+// vLLM's engine metric set, one label set per loaded model (label model_name), on the
+// daemon's prometheus registry: under sluice's names (sluice_num_requests_running,
+// ...) and, when asked, also under vLLM's own (vllm:num_requests_running, ...) for the
+// gateways, autoscalers and dashboards that read those. One source of truth: every
+// callback and refresh feeds each naming's series (engine_metric_series.h) alike.
 //
-// EngineMetrics owns the series of one model (label model_name). The families are
-// shared by every model on the same registry: they are registered once, by the
-// first EngineMetrics of that registry, and removed with the last one, so models can
-// be loaded and unloaded in any order. The registry must outlive its EngineMetrics,
-// and a model name may have only one EngineMetrics per registry at a time.
+// A model name may have only one EngineMetrics per registry at a time; the registry
+// must outlive it. Models can be loaded and unloaded in any order.
 //
 // Threads: the EngineObserver callbacks run on the model's engine thread and only
 // touch pre-resolved series (atomic counters, histograms with a short internal lock);
 // refresh() runs on HTTP threads, any number at once.
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include <array>
-#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "engine/engine_stats.h"
+#include "server/metrics/engine_metric_series.h"
 
 namespace sluice::server {
 
-class EngineMetricFamilies;  // engine_metrics.cpp: the per-registry families
-
 class EngineMetrics : public engine::EngineObserver {
  public:
-  // Throws std::invalid_argument when `model_name` already has an EngineMetrics
-  // on this registry.
-  EngineMetrics(prometheus::Registry& registry, std::string model_name);
+  // with_vllm_names: also expose every series under vLLM's name (config option
+  // metrics_vllm_names). Throws std::invalid_argument when `model_name` already has
+  // an EngineMetrics on this registry.
+  EngineMetrics(prometheus::Registry& registry, std::string model_name, bool with_vllm_names = false);
   ~EngineMetrics() override;
   EngineMetrics(const EngineMetrics&) = delete;
   EngineMetrics& operator=(const EngineMetrics&) = delete;
@@ -48,31 +45,8 @@ class EngineMetrics : public engine::EngineObserver {
   const std::string& model_name() const { return model_name_; }
 
  private:
-  // Indexed like EngineStats::num_finished (engine::FinishReason); [0] (none) unused.
-  static constexpr size_t kNumFinishSlots =
-      std::tuple_size<decltype(engine::EngineStats::num_finished)>::value;
-
   std::string model_name_;
-  EngineMetricFamilies& families_;  // reference-counted per registry
-
-  prometheus::Gauge& num_requests_running_;
-  prometheus::Gauge& num_requests_waiting_;
-  prometheus::Gauge& kv_cache_usage_perc_;
-  prometheus::Counter& prefix_cache_queries_;
-  prometheus::Counter& prefix_cache_hits_;
-  prometheus::Counter& num_preemptions_;
-  prometheus::Counter& prompt_tokens_;
-  prometheus::Counter& generation_tokens_;
-  prometheus::Counter& masked_tokens_;
-  std::array<prometheus::Counter*, kNumFinishSlots> request_success_{};
-
-  prometheus::Histogram& time_to_first_token_;
-  prometheus::Histogram& inter_token_latency_;
-  prometheus::Histogram& e2e_request_latency_;
-  prometheus::Histogram& request_queue_time_;
-  prometheus::Histogram& request_prompt_tokens_;
-  prometheus::Histogram& request_generation_tokens_;
-  prometheus::Histogram& iteration_tokens_;
+  std::vector<std::unique_ptr<EngineSeries>> namings_;  // [0]: sluice's; [1]: vLLM's, when asked
 
   // The highest engine totals seen by refresh (guarded by refresh_mutex_).
   std::mutex refresh_mutex_;

@@ -112,7 +112,7 @@ std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& load
                engine::to_string(service->pooling_));
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
   service->token_bound_ = std::make_unique<tokenizer::TokenCountBound>(tok);
-  service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);
+  service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id, config.metrics_vllm_names);
   service->grammars_ = std::make_unique<grammar::GrammarCache>(
       engine::make_token_table(tok, static_cast<int32_t>(service->model_->hparams().vocab_size)),
       kCompiledGrammars);

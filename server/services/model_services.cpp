@@ -66,6 +66,32 @@ std::vector<SpeechService*> ModelServices::speech_services() const {
   return out;
 }
 
+std::vector<ModelService*> ModelServices::text_services() const {
+  std::lock_guard lock(mutex_);
+  std::vector<ModelService*> out;
+  for (const auto& served : served_)
+    if (served.text) out.push_back(served.text.get());
+  return out;
+}
+
+std::vector<ReplicaModel> ModelServices::replica_models() const {
+  std::lock_guard lock(mutex_);
+  std::vector<ReplicaModel> out;
+  for (const auto& served : served_) {
+    ReplicaModel model{served.model.info, {}, 0, 0};
+    if (served.text) {
+      const engine::EngineConfig& config = served.text->engine().config();
+      model.stats = served.text->engine().stats();
+      model.max_num_seqs = config.max_num_seqs;
+      model.max_num_batched_tokens = config.max_num_batched_tokens;
+    } else if (served.speech) {
+      model.stats = served.speech->engine().stats();
+    }
+    out.push_back(std::move(model));
+  }
+  return out;
+}
+
 ModelService* ModelServices::only() const {
   std::lock_guard lock(mutex_);
   ModelService* only = nullptr;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/api/health.h"
+#include "server/api/replica_info.h"
 #include "server/services/register_model.h"
 
 namespace sluice::server {
@@ -32,6 +33,10 @@ class ModelServices {
   ModelService* find(std::string_view id) const;          // text models only
   SpeechService* find_speech(std::string_view id) const;  // speech models only
   std::vector<SpeechService*> speech_services() const;    // in load order
+  std::vector<ModelService*> text_services() const;       // in load order
+  // Every model's description with its engine's stats and limits, in load order:
+  // what routers read (/get_load, /get_server_info).
+  std::vector<ReplicaModel> replica_models() const;
   // The only text model, for requests that may leave "model" out; null unless exactly one.
   ModelService* only() const;
   size_t size() const;

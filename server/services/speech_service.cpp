@@ -53,7 +53,7 @@ std::unique_ptr<SpeechService> SpeechService::load(const server::LoadedModel& lo
     throw std::invalid_argument("model " + info.id + ": " + e.what());
   }
 
-  service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id);
+  service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id, config.metrics_vllm_names);
   service->speech_metrics_ = std::make_unique<SpeechMetrics>(registry, info.id);
   tts::SpeechEngineConfig engine_settings = speech_engine_config(info.id, config);
   if (service->talker_backend_->device() == backends::DeviceKind::cpu &&

@@ -93,6 +93,7 @@ TEST_CASE("config: defaults come from a default-constructed Config") {
   CHECK(config.api_keys.empty());
   CHECK(config.log_level == "info");
   CHECK(config.access_log);
+  CHECK(config.metrics_vllm_names);
   // The rest, key by key, through the same text the startup log shows.
   config.models.clear();
   CHECK(sluice::config::describe(config) == sluice::config::describe(defaults));
@@ -189,6 +190,8 @@ TEST_CASE("config: booleans and choices") {
   for (const char* no : {"false", "0", "no"}) {
     CHECK_FALSE(load(kModel, {{"SLUICE_ACCESS_LOG", no}}).access_log);
   }
+  CHECK_FALSE(load(kModel, {{"SLUICE_METRICS_VLLM_NAMES", "false"}}).metrics_vllm_names);
+  CHECK_FALSE(load(with_model({"--metrics-vllm-names", "no"})).metrics_vllm_names);
   CHECK(contains(error_of(with_model({"--access-log", "maybe"})),
                  "config: access_log: must be one of true, false, 1, 0, yes, no, got \"maybe\" "
                  "(from --access-log)"));
@@ -456,7 +459,7 @@ TEST_CASE("config: every key reaches its own field") {
     "max_body_bytes": 4, "max_header_bytes": 2048, "header_timeout_s": 5,
     "body_timeout_s": 6, "idle_timeout_s": 7, "write_timeout_s": 8, "shutdown_grace_s": 9,
     "api_keys": ["k"], "cors_origins": ["*"], "log_level": "off", "access_log": false,
-    "kv_cache_bytes": 1048576, "block_size": 32, "max_num_seqs": 10,
+    "metrics_vllm_names": false, "kv_cache_bytes": 1048576, "block_size": 32, "max_num_seqs": 10,
     "max_num_batched_tokens": 512, "max_waiting": 11, "enable_prefix_caching": false,
     "compute_threads": 3, "backend": "cpu", "request_timeout_s": 12, "max_request_timeout_s": 13,
     "queue_timeout_s": 14, "health_step_timeout_s": 15,
@@ -471,6 +474,7 @@ TEST_CASE("config: every key reaches its own field") {
   CHECK(c.cors_origins == std::vector<std::string>{"*"});
   CHECK(c.log_level == "off");
   CHECK_FALSE(c.access_log);
+  CHECK_FALSE(c.metrics_vllm_names);
   CHECK(c.models[0].name == "p");
   CHECK((c.kv_cache_bytes == 1048576 && c.block_size == 32 && c.max_num_seqs == 10));
   CHECK((c.max_num_batched_tokens == 512 && c.max_waiting == 11 && !c.enable_prefix_caching));

@@ -231,3 +231,123 @@ TEST_CASE("a registry that refuses duplicate family names still takes several mo
   CHECK(count(text, "# TYPE sluice_kv_cache_usage_perc gauge") == 1);
   CHECK(value(text, R"(sluice_kv_cache_usage_perc{model_name="b"})") == 0);
 }
+
+namespace {
+
+// Feeds `m` one of everything: a refresh and every observer callback.
+void feed(EngineMetrics& m) {
+  auto s = stats_a();
+  s.block_size = 16;
+  s.num_kv_blocks = 512;
+  m.refresh(s);
+  m.on_first_token(0.05);
+  m.on_inter_token_latency(0.02);
+  m.on_inter_token_latency(0.2);
+  m.on_step({.num_batched_tokens = 100, .num_constrained = 2});
+  engine::RequestMetrics r;
+  r.finish_reasons = {engine::FinishReason::stop};
+  r.num_prompt_tokens = 30;
+  r.num_generation_tokens = 11;
+  r.queue_time_s = 0.2;
+  r.e2e_s = 1.2;
+  m.on_request_finished(r);
+}
+
+}  // namespace
+
+TEST_CASE("vLLM's names show the same values as sluice's, with the same types") {
+  prometheus::Registry registry;
+  EngineMetrics m(registry, "m", /*with_vllm_names=*/true);
+  feed(m);
+  const std::string text = render(registry);
+
+  // Stem -> type; the exposition names a counter's family with its _total.
+  const std::vector<std::pair<std::string, std::string>> families = {
+      {"num_requests_running", "gauge"},
+      {"num_requests_waiting", "gauge"},
+      {"kv_cache_usage_perc", "gauge"},
+      {"cache_config_info", "gauge"},
+      {"prefix_cache_queries_total", "counter"},
+      {"prefix_cache_hits_total", "counter"},
+      {"num_preemptions_total", "counter"},
+      {"prompt_tokens_total", "counter"},
+      {"generation_tokens_total", "counter"},
+      {"request_success_total", "counter"},
+      {"time_to_first_token_seconds", "histogram"},
+      {"inter_token_latency_seconds", "histogram"},
+      {"e2e_request_latency_seconds", "histogram"},
+      {"request_queue_time_seconds", "histogram"},
+      {"request_prompt_tokens", "histogram"},
+      {"request_generation_tokens", "histogram"},
+  };
+  for (const auto& [stem, type] : families) {
+    CAPTURE(stem);
+    CHECK(count(text, "# TYPE vllm:" + stem + " " + type + "\n") == 1);
+    CHECK(count(text, "# TYPE sluice_" + stem + " " + type + "\n") == 1);
+  }
+  // Every series of each family, value for value.
+  const std::vector<std::string> series = {
+      R"(num_requests_running{model_name="m"})",
+      R"(num_requests_waiting{model_name="m"})",
+      R"(kv_cache_usage_perc{model_name="m"})",
+      R"(prefix_cache_queries_total{model_name="m"})",
+      R"(prefix_cache_hits_total{model_name="m"})",
+      R"(num_preemptions_total{model_name="m"})",
+      R"(prompt_tokens_total{model_name="m"})",
+      R"(generation_tokens_total{model_name="m"})",
+      R"(request_success_total{finished_reason="stop",model_name="m"})",
+      R"(request_success_total{finished_reason="length",model_name="m"})",
+      R"(time_to_first_token_seconds_count{model_name="m"})",
+      R"(time_to_first_token_seconds_bucket{model_name="m",le="0.06"})",
+      R"(inter_token_latency_seconds_count{model_name="m"})",
+      R"(inter_token_latency_seconds_sum{model_name="m"})",
+      R"(e2e_request_latency_seconds_sum{model_name="m"})",
+      R"(request_queue_time_seconds_count{model_name="m"})",
+      R"(request_prompt_tokens_sum{model_name="m"})",
+      R"(request_generation_tokens_sum{model_name="m"})",
+  };
+  for (const std::string& s : series) {
+    CAPTURE(s);
+    const double sluice = value(text, "sluice_" + s);
+    CHECK(sluice > 0);
+    CHECK(value(text, "vllm:" + s) == sluice);
+  }
+  CHECK(value(text, R"(vllm:num_requests_waiting{model_name="m"})") == 3);
+  CHECK(value(text, R"(vllm:kv_cache_usage_perc{model_name="m"})") == 0.25);  // a fraction, as vLLM's
+
+  // The KV cache's configuration in the labels, as vLLM's cache_config_info.
+  const std::string info = R"({block_size="16",model_name="m",num_cpu_blocks="0",num_gpu_blocks="512"})";
+  CHECK(value(text, "vllm:cache_config_info" + info) == 1);
+  CHECK(value(text, "sluice_cache_config_info" + info) == 1);
+
+  // vLLM's older name of the inter-token latency; sluice's extras stay sluice's.
+  CHECK(value(text, R"(vllm:time_per_output_token_seconds_count{model_name="m"})") == 2);
+  CHECK(value(text, R"(sluice_iteration_tokens_count{model_name="m"})") == 1);
+  CHECK(value(text, R"(sluice_structured_output_masked_tokens_total{model_name="m"})") == 2);
+  CHECK(text.find("vllm:iteration_tokens") == std::string::npos);
+  CHECK(text.find("vllm:structured_output") == std::string::npos);
+}
+
+TEST_CASE("without vLLM's names only sluice_* is shown; both namings come and go per model") {
+  prometheus::Registry registry(prometheus::Registry::InsertBehavior::Throw);
+  {
+    EngineMetrics plain(registry, "plain");
+    feed(plain);
+    const std::string text = render(registry);
+    CHECK(text.find("vllm:") == std::string::npos);
+    CHECK(value(text, R"(sluice_prompt_tokens_total{model_name="plain"})") == 120);
+  }
+  auto a = std::make_unique<EngineMetrics>(registry, "a", true);
+  {
+    EngineMetrics b(registry, "b", true);
+    CHECK_THROWS_AS(EngineMetrics(registry, "b", true), std::invalid_argument);
+    feed(b);
+    const std::string text = render(registry);
+    CHECK(count(text, "# TYPE vllm:prompt_tokens_total counter") == 1);
+    CHECK(value(text, R"(vllm:prompt_tokens_total{model_name="b"})") == 120);
+    CHECK(value(text, R"(vllm:prompt_tokens_total{model_name="a"})") == 0);
+  }
+  CHECK(render(registry).find(R"(model_name="b")") == std::string::npos);
+  a.reset();
+  CHECK(render(registry).empty());
+}

@@ -1,0 +1,56 @@
+// BlockPool::flush_cached: every cached block no sequence holds leaves the prefix
+// cache; held ones stay cached and findable.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "engine/block_pool.h"
+
+namespace sluice::engine {
+namespace {
+
+Sequence make_seq(int32_t first_token, int32_t count) {
+  std::vector<int32_t> tokens(static_cast<size_t>(count));
+  std::iota(tokens.begin(), tokens.end(), first_token);
+  auto params = std::make_shared<SamplingParams>();
+  return Sequence("r", std::move(tokens), params);
+}
+
+void admit_and_compute(BlockPool& pool, Sequence& seq) {
+  const CachedPrefix prefix = pool.find_cached_prefix(seq.tokens());
+  REQUIRE(pool.allocate_slots(seq, seq.num_tokens() - prefix.num_cached_tokens, &prefix));
+  seq.set_num_computed_tokens(seq.num_tokens());
+  pool.cache_full_blocks(seq);
+}
+
+TEST_CASE("BlockPool: flush_cached drops the unheld cached blocks, keeps the held ones") {
+  BlockPool pool({.num_blocks = 8, .block_size = 4});
+  Sequence freed = make_seq(1, 9);   // 2 full blocks + 1 token
+  Sequence held = make_seq(100, 9);  // 2 full blocks + 1 token, still running
+  admit_and_compute(pool, freed);
+  admit_and_compute(pool, held);
+  pool.free(freed);
+  REQUIRE(pool.num_cached_blocks() == 4);
+  const int32_t num_free = pool.num_free_blocks();
+
+  CHECK(pool.flush_cached() == 2);
+  CHECK(pool.num_cached_blocks() == 2);
+  CHECK(pool.num_free_blocks() == num_free);  // still free, only no longer findable
+  CHECK(pool.find_cached_prefix(make_seq(1, 9).tokens()).num_cached_tokens == 0);
+  CHECK(pool.find_cached_prefix(make_seq(100, 9).tokens()).num_cached_tokens == 8);
+  for (int32_t id : pool.free_queue()) CHECK_FALSE(pool.is_cached(id));
+  CHECK(pool.flush_cached() == 0);
+
+  // Once the holder is gone its blocks go too; the pool still hands out every block.
+  pool.free(held);
+  CHECK(pool.flush_cached() == 2);
+  CHECK(pool.num_cached_blocks() == 0);
+  Sequence all = make_seq(500, 32);
+  CHECK(pool.allocate_slots(all, 32));
+  CHECK(pool.usage() == 1.0);
+}
+
+}  // namespace
+}  // namespace sluice::engine
