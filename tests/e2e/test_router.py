@@ -302,10 +302,6 @@ def test_a_killed_replica_is_dropped_after_the_health_check(start_router):
 def test_power_of_two_reads_the_load_endpoint(replicas, start_router):
     for replica in replicas:
         status, _, raw = request(replica, "GET", "/get_load")
-        if status == 404:
-            # TODO(issue 25): GET /get_load comes with the metrics25 merge; delete this
-            # skip then, so that a missing load endpoint fails.
-            pytest.skip("sluice has no GET /get_load yet (issue 25, branch metrics25)")
         assert status == 200, raw
         load = json.loads(raw)["load"]
         assert type(load) is int and load >= 0, raw  # the router reads an integer only
