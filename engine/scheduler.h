@@ -131,6 +131,8 @@ class Scheduler {
   // In (priority, arrival, seq_id) order; admission takes them in fair order.
   const std::deque<SequencePtr>& waiting() const { return waiting_; }
   const BlockPool& block_pool() const { return pool_; }
+  // KV-cache events of the pool into *log (BlockPool::record_events).
+  void record_kv_events(std::vector<KvCacheEvent>* log) { pool_.record_events(log); }
   const SchedulerConfig& config() const { return config_; }
   SchedulerStats stats() const;
 
