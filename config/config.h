@@ -42,6 +42,21 @@ struct ModelConfig {
   std::string pooling = "auto";
 };
 
+// KV-cache events in vLLM's format (its --kv-events-config, same keys): the block
+// pool's cached and evicted blocks, published over ZeroMQ for KV-aware routers.
+struct KvEventsConfig {
+  bool enable_kv_cache_events = false;
+  std::string publisher = "zmq";            // zmq | null (null: off, as in vLLM)
+  std::string endpoint = "tcp://*:5557";    // bound when it has "*" or "::" (or ipc/inproc), else connected
+  std::string replay_endpoint;              // ROUTER socket for missed messages; "": none
+  int64_t buffer_steps = 10'000;            // messages kept for replay
+  int64_t hwm = 100'000;                    // PUB send high-water mark
+  int64_t max_queue_size = 100'000;         // batches waiting to be sent; more are dropped
+  std::string topic = "kv@{host}@{model}";  // {host}: the host name, {model}: the served model id
+  std::string event_layout = "array";       // array (vLLM array_like, llm-d) | map (current vLLM)
+  bool enabled() const { return enable_kv_cache_events && publisher == "zmq"; }
+};
+
 struct Config {
   // HTTP listener
   std::string host = "127.0.0.1";
@@ -99,6 +114,7 @@ struct Config {
   GenerationConfig generation_config;       // every model's generation defaults (over the model file's)
   int default_max_tokens = 512;            // a request with no max_tokens and no default; 0: up to the context
   double health_step_timeout_s = 120;      // /health says 503 when an engine step runs longer; 0: never
+  KvEventsConfig kv_events_config;         // off by default
 
   std::vector<ModelConfig> models;
 };

@@ -12,6 +12,7 @@
 
 #include "config/config_loader.h"
 #include "config/generation_option.h"
+#include "config/kv_events_option.h"
 
 namespace sluice::config::detail {
 namespace {
@@ -356,6 +357,7 @@ std::vector<OptionSpec> build_table() {
                                  "(chat; 0: up to the context)"));
   table.push_back(seconds_option("health_step_timeout_s", &Config::health_step_timeout_s, 0, false, engine,
                                  "/health answers 503 when an engine step runs longer than this (0: never)"));
+  table.push_back(kv_events_config_option());
   table.push_back(models_option());
   return table;
 }

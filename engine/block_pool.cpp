@@ -163,6 +163,7 @@ void BlockPool::cache_full_blocks(Sequence& seq) {
       block.tokens.assign(span.begin(), span.end());
       cached_.emplace(h, table[j]);
       keys.push_back({h, block.cache_id});
+      if (events_ != nullptr) record_stored(j ? std::optional(keys[j - 1].hash) : std::nullopt, h, span);
     } else if (holds(blocks_[it->second], parent_id, span)) {
       // Same prefix computed twice (admitted together): the first entry represents it.
       keys.push_back({h, blocks_[it->second].cache_id});
@@ -210,14 +211,7 @@ int32_t BlockPool::take_fresh() {
   const int32_t id = blocks_[config_.num_blocks].next;
   SLUICE_CHECK(id != config_.num_blocks, "take_fresh on an empty free queue");
   unlink(id);
-  Block& block = blocks_[id];
-  if (block.cache_id != 0) {
-    const auto it = cached_.find(block.hash);
-    if (it != cached_.end() && it->second == id) cached_.erase(it);
-    block.cache_id = 0;
-    block.parent_cache_id = 0;
-    block.tokens.clear();
-  }
+  if (blocks_[id].cache_id != 0) uncache(id);
   return id;
 }
 
@@ -226,17 +220,47 @@ int32_t BlockPool::flush_cached() {
   for (int32_t id = 0; id < config_.num_blocks; ++id) {
     Block& block = blocks_[id];
     if (block.cache_id == 0 || block.ref_count > 0) continue;
-    const auto it = cached_.find(block.hash);
-    if (it != cached_.end() && it->second == id) cached_.erase(it);
-    block.cache_id = 0;
-    block.parent_cache_id = 0;
-    block.tokens.clear();
+    uncache(id);  // a subscriber of the KV events hears BlockRemoved
     // Uncached free blocks are reused before cached ones: move it to the front.
     unlink(id);
     push_front(id);
     ++num_dropped;
   }
   return num_dropped;
+}
+
+void BlockPool::uncache(int32_t id) {
+  Block& block = blocks_[id];
+  const auto it = cached_.find(block.hash);
+  if (it != cached_.end() && it->second == id) {
+    cached_.erase(it);
+    if (events_ != nullptr) {
+      // Evictions of one step usually come in a run: one event lists them all.
+      auto* removed = events_->empty() ? nullptr : std::get_if<KvBlockRemoved>(&events_->back());
+      if (removed == nullptr) removed = &std::get<KvBlockRemoved>(events_->emplace_back(KvBlockRemoved{}));
+      removed->block_hashes.push_back(block.hash);
+    }
+  }
+  block.cache_id = 0;
+  block.parent_cache_id = 0;
+  block.tokens.clear();
+}
+
+void BlockPool::record_events(std::vector<KvCacheEvent>* log) {
+  events_ = log;
+  if (events_ != nullptr) events_->emplace_back(KvAllBlocksCleared{});
+}
+
+// A block that continues the chain of the previous event (its parent is that
+// event's last block) joins it, as vLLM sends a prompt's new blocks in one event.
+void BlockPool::record_stored(std::optional<uint64_t> parent_hash, uint64_t hash, std::span<const int32_t> tokens) {
+  auto* stored = events_->empty() ? nullptr : std::get_if<KvBlockStored>(&events_->back());
+  if (stored == nullptr || !parent_hash || stored->block_hashes.back() != *parent_hash) {
+    stored = &std::get<KvBlockStored>(events_->emplace_back(
+        KvBlockStored{.parent_block_hash = parent_hash, .block_size = config_.block_size}));
+  }
+  stored->block_hashes.push_back(hash);
+  stored->token_ids.insert(stored->token_ids.end(), tokens.begin(), tokens.end());
 }
 
 }  // namespace sluice::engine

@@ -19,12 +19,18 @@
 // after the shared full blocks (1 to block_size of them) into a block of its own,
 // which also gives each choice its own logits for its first sample.
 //
+// KV-cache events (kv_events.h): with an event log attached, every new cache entry
+// is recorded as BlockStored (its hash, its parent's, its tokens) and every evicted
+// one as BlockRemoved. Without one (the default) recording is a null-pointer test.
+//
 // Called by the Scheduler on the engine thread only.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/kv_events.h"
 #include "engine/sequence.h"
 
 namespace sluice::engine {
@@ -71,6 +77,11 @@ class BlockPool {
   // Enters seq's newly full, computed blocks into the prefix cache.
   void cache_full_blocks(Sequence& seq);
 
+  // From now on, appends the prefix cache's changes to *log (null: stop recording),
+  // starting with AllBlocksCleared so a subscriber forgets any earlier state of
+  // this pool. The caller drains the log; it must outlive the recording.
+  void record_events(std::vector<KvCacheEvent>* log);
+
   int32_t block_size() const { return config_.block_size; }
   int32_t num_blocks() const { return config_.num_blocks; }
   int64_t num_blocks_for(int64_t num_tokens) const;
@@ -107,6 +118,8 @@ class BlockPool {
   void unlink(int32_t id);
   void touch(int32_t id);   // take a reference, leaving the free queue if needed
   int32_t take_fresh();     // pop the front, evicting its cache entry
+  void uncache(int32_t id);  // drops the block's cache entry (recorded as removed)
+  void record_stored(std::optional<uint64_t> parent_hash, uint64_t hash, std::span<const int32_t> tokens);
 
   BlockPoolConfig config_;
   BlockHashFn hash_;
@@ -116,6 +129,7 @@ class BlockPool {
   uint64_t next_cache_id_ = 1;
   uint64_t num_queries_ = 0;
   uint64_t num_hits_ = 0;
+  std::vector<KvCacheEvent>* events_ = nullptr;  // null: KV-cache events off
 };
 
 }  // namespace sluice::engine

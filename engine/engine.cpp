@@ -89,6 +89,7 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   sc.kv = BlockPoolConfig{.num_blocks = num_blocks_, .block_size = config_.block_size,
                           .enable_prefix_caching = config_.enable_prefix_caching};
   scheduler_ = std::make_unique<Scheduler>(sc);
+  if (config_.kv_events != nullptr) scheduler_->record_kv_events(&kv_event_log_);
   // One sampler (scratch sized to the vocabulary) per host thread that samples rows.
   const int num_samplers = std::max(1, model_.backend().host_threads());
   for (int i = 0; i < num_samplers; ++i)
@@ -278,12 +279,21 @@ void Engine::publish_stats(const StepMetrics* step) {
   if (step != nullptr && observer_ != nullptr) observer_->on_step(*step);
 }
 
+void Engine::publish_kv_events() {
+  if (kv_event_log_.empty()) return;
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  config_.kv_events->publish(
+      KvEventBatch{.timestamp = std::chrono::duration<double>(now).count(), .events = std::move(kv_event_log_)});
+  kv_event_log_.clear();  // moved-from: valid, emptied for the next step
+}
+
 void Engine::loop_steps() {
   while (drain_inbox()) {
     check_cancellations();
     if (!scheduler_->has_unfinished()) {
       reap_done();
       publish_stats(nullptr);
+      publish_kv_events();
       shell_.wait_for_work();
       continue;
     }
@@ -306,6 +316,7 @@ void Engine::loop_steps() {
       flush_deltas();
       reap_done();
       publish_stats(nullptr);
+      publish_kv_events();
       if (scheduler_->has_unfinished()) shell_.wait_for_work(std::chrono::milliseconds(1));
       continue;
     }
@@ -328,6 +339,7 @@ void Engine::loop_steps() {
                         .num_preempted = static_cast<int32_t>(step.preempted.size()),
                         .num_constrained = step_constrained_rows_};
     publish_stats(&metrics);
+    publish_kv_events();
     shell_.end_step();
   }
 }

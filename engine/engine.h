@@ -32,6 +32,7 @@
 #include "engine/compute_turns.h"
 #include "engine/engine_shell.h"
 #include "engine/engine_stats.h"
+#include "engine/kv_events.h"
 #include "engine/model_runner.h"
 #include "engine/models/model.h"
 #include "engine/request.h"
@@ -67,6 +68,9 @@ struct EngineConfig {
   // Shared by the process's CPU engines: each step takes a turn (compute_turns.h).
   // Null: steps run whenever they are ready (a GPU, or the only engine).
   ComputeTurns* compute_turns = nullptr;
+  // Receives the prefix cache's changes once per step that made any (kv_events.h);
+  // null: none are recorded. Must outlive the Engine.
+  KvEventSink* kv_events = nullptr;
 };
 
 // The KV budget when kv_cache_bytes is 0. On the CPU, 256 MiB. On a GPU, what vLLM's
@@ -148,6 +152,7 @@ class Engine {
   void flush_deltas();
   void shutdown();
   void publish_stats(const StepMetrics* step);
+  void publish_kv_events();  // hands the step's recorded KV-cache events to the sink
   ActiveRequest* find(const SequencePtr& seq);
   grammar::Matcher* matcher_of(const SequencePtr& seq);  // the choice's grammar matcher, or null
   void fail_grammar(ActiveRequest& request, ChoiceState& choice, const std::string& what);
@@ -177,6 +182,7 @@ class Engine {
   std::vector<backends::SampledToken> device_tokens_;
   std::unordered_map<std::string, std::unique_ptr<ActiveRequest>> active_;
   std::vector<ActiveRequest*> dirty_;  // requests with a delta to push this step
+  std::vector<KvCacheEvent> kv_event_log_;  // the block pool records here when kv_events is set
 
   // Shared with the other threads: inbox, ids in flight, lifecycle, stats. Declared
   // last: its thread is joined before the rest goes.

@@ -133,6 +133,8 @@ class Scheduler {
   const BlockPool& block_pool() const { return pool_; }
   // Drops the prefix cache's unreferenced blocks (BlockPool::flush_cached).
   int32_t flush_prefix_cache() { return pool_.flush_cached(); }
+  // KV-cache events of the pool into *log (BlockPool::record_events).
+  void record_kv_events(std::vector<KvCacheEvent>* log) { pool_.record_events(log); }
   const SchedulerConfig& config() const { return config_; }
   SchedulerStats stats() const;
 

@@ -23,6 +23,7 @@ build_pkgs=(
   libboost1.81-dev libspdlog-dev nlohmann-json3-dev doctest-dev libcli11-dev
   python3 python3-venv curl libpcre2-dev
   libavcodec-dev libavformat-dev libavutil-dev libsonic-dev libsoxr-dev
+  libzmq3-dev cppzmq-dev
 )
 # The end-to-end tests check the metrics with a real Prometheus and promtool, and
 # the compose file with docker-compose. The fuzz targets (tests/fuzz/) need clang and
@@ -33,7 +34,7 @@ test_pkgs=(prometheus docker-compose clang libclang-rt-14-dev llvm-14 libsndfile
 # Speech audio is encoded by FFmpeg's libraries (MP3 through LAME, Opus through libopus),
 # time-stretched by libsonic (speed without a pitch change) and resampled by libsoxr.
 runtime_pkgs=(libspdlog1.10 libfmt9 libpcre2-8-0 libavcodec59 libavformat59 libavutil57 libsonic0 libsoxr0
-  ca-certificates)
+  libzmq5 ca-certificates)
 
 missing() {  # prints the packages of "$@" that are not installed
   for p in "$@"; do
@@ -88,6 +89,22 @@ install_prometheus_cpp() {
   fi
 }
 
+# msgpack-cxx (KV-cache events) is header-only, but Debian 12's libmsgpack-cxx-dev
+# depends on libboost-dev (1.74), which conflicts with the libboost1.81-dev we build
+# with; sluice compiles it with MSGPACK_NO_BOOST, so only its headers are unpacked
+# into $SLUICE_DEPS_PREFIX, as for prometheus-cpp.
+install_msgpack_cxx_headers() {
+  [ -f "$prefix/include/msgpack.hpp" ] && return
+  apt_update
+  local tmp
+  tmp=$(mktemp -d); chmod 755 "$tmp"
+  (cd "$tmp" && apt-get download -qq libmsgpack-cxx-dev)
+  dpkg-deb -x "$tmp"/libmsgpack-cxx-dev_*.deb "$tmp/x"
+  $sudo mkdir -p "$prefix/include"
+  $sudo cp -r "$tmp/x/usr/include/." "$prefix/include/"
+  rm -rf "$tmp"
+}
+
 case "$mode" in
   build)   pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}" "${runtime_pkgs[@]}"); headers=1 ;;
   --build-only) pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}"); headers=1 ;;
@@ -102,4 +119,5 @@ if [ -n "$todo" ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $todo
 fi
 install_prometheus_cpp "$headers"
+[ "$headers" = 1 ] && install_msgpack_cxx_headers
 echo "install-deps: ok ($mode)"

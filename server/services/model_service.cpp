@@ -2,7 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <stdexcept>
 
@@ -78,6 +81,33 @@ engine::GenerationDefaults resolve_generation_defaults(const engine::GenerationD
   return engine::overlay(d, to_defaults(entry.generation));
 }
 
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+// The KV-cache event publisher of the model at `index` in config.models, or null
+// when the events are off. Each model gets its own endpoint (offset_endpoint).
+std::unique_ptr<ZmqKvEventPublisher> kv_event_publisher(const config::Config& config, int index,
+                                                        const std::string& model_id) {
+  const config::KvEventsConfig& c = config.kv_events_config;
+  if (!c.enabled()) return nullptr;
+  std::array<char, 256> host{};
+  if (gethostname(host.data(), host.size() - 1) != 0) host = {'l', 'o', 'c', 'a', 'l', 'h', 'o', 's', 't'};
+  KvEventPublisherOptions options;
+  options.endpoint = offset_endpoint(c.endpoint, index);
+  options.replay_endpoint = offset_endpoint(c.replay_endpoint, index);
+  options.topic = replace_all(replace_all(c.topic, "{host}", host.data()), "{model}", model_id);
+  options.buffer_steps = c.buffer_steps;
+  options.max_queue_size = c.max_queue_size;
+  options.hwm = static_cast<int32_t>(c.hwm);
+  parse_kv_event_layout(c.event_layout, options.layout);
+  auto publisher = std::make_unique<ZmqKvEventPublisher>(std::move(options));
+  publisher->start();
+  return publisher;
+}
+
 }  // namespace
 
 std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& loaded,
@@ -119,6 +149,17 @@ std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& load
   service->grammar_metrics_ = std::make_unique<GrammarMetrics>(registry, info.id);
   engine::EngineConfig engine_settings = engine_config(info, config);
   if (service->backend_->device() == backends::DeviceKind::cpu) engine_settings.compute_turns = cpu_turns;
+  // The entry's position in config.models numbers the model's event endpoint.
+  int index = 0;
+  for (size_t i = 0; i < config.models.size(); ++i)
+    if (&config.models[i] == &entry) index = static_cast<int>(i);
+  service->kv_events_ = kv_event_publisher(config, index, info.id);
+  if (service->kv_events_) {
+    engine_settings.kv_events = service->kv_events_.get();
+    spdlog::info("model {}: KV-cache events on {} (topic \"{}\"{}{})", info.id, service->kv_events_->endpoint(),
+                 service->kv_events_->topic(), service->kv_events_->replay_endpoint().empty() ? "" : ", replay on ",
+                 service->kv_events_->replay_endpoint());
+  }
   service->engine_ = std::make_unique<engine::Engine>(*service->model_, tok, std::move(engine_settings),
                                                       service->metrics_.get());
   service->engine_->start();

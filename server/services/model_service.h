@@ -29,6 +29,7 @@
 #include "proto/chat.h"
 #include "server/metrics/engine_metrics.h"
 #include "server/metrics/grammar_metrics.h"
+#include "server/kv_events/zmq_kv_event_publisher.h"
 
 namespace sluice::server {
 
@@ -105,6 +106,7 @@ class ModelService {
   std::unique_ptr<EngineMetrics> metrics_;
   std::unique_ptr<grammar::GrammarCache> grammars_;
   std::unique_ptr<GrammarMetrics> grammar_metrics_;
+  std::unique_ptr<ZmqKvEventPublisher> kv_events_;  // null: KV-cache events off; outlives the engine
   std::unique_ptr<engine::Engine> engine_;  // declared last: stopped before the rest goes
 };
 

@@ -2,11 +2,13 @@
 // cache; held ones stay cached and findable.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
 #include <numeric>
 #include <vector>
 
 #include "engine/block_pool.h"
+#include "engine/kv_events.h"
 
 namespace sluice::engine {
 namespace {
@@ -50,6 +52,27 @@ TEST_CASE("BlockPool: flush_cached drops the unheld cached blocks, keeps the hel
   Sequence all = make_seq(500, 32);
   CHECK(pool.allocate_slots(all, 32));
   CHECK(pool.usage() == 1.0);
+}
+
+TEST_CASE("BlockPool: a flush tells KV-event subscribers which blocks left the cache") {
+  BlockPool pool({.num_blocks = 8, .block_size = 4});
+  std::vector<KvCacheEvent> log;
+  pool.record_events(&log);
+  Sequence freed = make_seq(1, 9);
+  admit_and_compute(pool, freed);
+  pool.free(freed);
+  REQUIRE(log.size() == 2);  // AllBlocksCleared at attach, then the stored chain
+  const std::vector<uint64_t> stored = std::get<KvBlockStored>(log[1]).block_hashes;
+  log.clear();
+  CHECK(pool.flush_cached() == 2);
+  REQUIRE(log.size() == 1);
+  const auto* removed = std::get_if<KvBlockRemoved>(&log[0]);
+  REQUIRE(removed != nullptr);
+  std::vector<uint64_t> hashes = removed->block_hashes;
+  std::sort(hashes.begin(), hashes.end());
+  std::vector<uint64_t> expected = stored;
+  std::sort(expected.begin(), expected.end());
+  CHECK(hashes == expected);
 }
 
 }  // namespace
