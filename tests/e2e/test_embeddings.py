@@ -1,5 +1,6 @@
 """POST /v1/embeddings against the real daemon through the official `openai` client:
-the tiny fixture model (its vectors against the committed NumPy goldens) and SmolLM2;
+the llama parity fixture (its vectors against the committed transformers goldens), the
+tiny fixture model and SmolLM2;
 base64 decodes to the float list, a batch equals its inputs one by one bit for bit,
 and bad input gets the OpenAI error shape naming the field.
 """
@@ -14,17 +15,20 @@ import pytest
 from conftest import DEFAULT_MODEL, REPO, TINY_MODEL, require_model, start_module_daemon
 from http_util import assert_openai_error, request
 
-GOLDENS = REPO / "tests" / "fixtures" / "embeddings" / "tiny-llama.json"
+GOLDENS = REPO / "tests" / "fixtures" / "embeddings" / "llama.json"
+LLAMA_FIXTURE = REPO / "tests" / "fixtures" / "models" / "llama" / "llama-f32.gguf"
 TTS_FIXTURE = REPO / "tests" / "fixtures" / "qwen3_tts" / "custom_voice_small"
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "hello", "Embeddings map text to vectors, 1 2 3!"]
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    # The tiny model twice (its default pooling, last; and mean from the config) and a
-    # speech model, which has no embeddings.
+    # The tiny model and the llama parity fixture, each twice (its default pooling,
+    # last; and mean from the config), and a speech model, which has no embeddings.
     config = {"models": [{"path": str(TINY_MODEL), "name": "tiny"},
                          {"path": str(TINY_MODEL), "name": "tiny-mean", "pooling": "mean"},
+                         {"path": str(LLAMA_FIXTURE), "name": "llama"},
+                         {"path": str(LLAMA_FIXTURE), "name": "llama-mean", "pooling": "mean"},
                          {"path": str(TTS_FIXTURE), "name": "tts"}]}
     path = tmp_path_factory.mktemp("embeddings") / "sluice.json"
     path.write_text(json.dumps(config))
@@ -53,8 +57,8 @@ def post(daemon, body):
                    timeout=60)
 
 
-@pytest.mark.parametrize("model,pooling", [("tiny", "last"), ("tiny-mean", "mean")])
-def test_token_inputs_match_the_numpy_goldens(client, model, pooling):
+@pytest.mark.parametrize("model,pooling", [("llama", "last"), ("llama-mean", "mean")])
+def test_token_inputs_match_the_transformers_goldens(client, model, pooling):
     cases = json.loads(GOLDENS.read_text())["cases"]
     got = client.embeddings.create(model=model, input=[c["tokens"] for c in cases])
     assert got.object == "list" and got.model == model

@@ -1,7 +1,8 @@
-// The engine's embeddings against a NumPy reference of the tiny fixture model
-// (tests/fixtures/embeddings/make_embedding_goldens.py): last-token and mean pooling
-// of the final normed hidden states, L2-normalized; and all inputs in one batch equal
-// to each run alone, bit for bit.
+// The engine's embeddings of the parity fixture models (tests/fixtures/models/NAME/)
+// against Hugging Face transformers (tests/fixtures/embeddings/make_embedding_goldens.py):
+// last-token and mean pooling of the final normed hidden states, L2-normalized, from
+// each model's f32 GGUF and from its safetensors folder; and all inputs in one batch
+// equal to each run alone, bit for bit.
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,19 +12,23 @@
 #include <vector>
 
 #include "tests/unit/engine/engine_harness.h"
+#include "tests/unit/engine/models/model_fixture.h"
 
 namespace sluice::engine::testing {
 namespace {
+
+constexpr double kMinCosine = 0.9999;
 
 struct GoldenCase {
   std::vector<int32_t> tokens;
   std::vector<float> last, mean;
 };
 
-std::vector<GoldenCase> read_goldens() {
-  std::ifstream in(std::string(SLUICE_FIXTURES_DIR) + "/embeddings/tiny-llama.json");
+std::vector<GoldenCase> read_goldens(const std::string& name) {
+  std::ifstream in(std::string(SLUICE_FIXTURES_DIR) + "/embeddings/" + name + ".json");
   REQUIRE(in.good());
   const nlohmann::json doc = nlohmann::json::parse(in);
+  REQUIRE(doc["model"] == name);
   std::vector<GoldenCase> cases;
   for (const auto& c : doc["cases"])
     cases.push_back({c["tokens"].get<std::vector<int32_t>>(), c["last"].get<std::vector<float>>(),
@@ -42,12 +47,14 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   return dot / std::sqrt(na * nb);
 }
 
-LoadedFixture load_tiny_llama() {
-  const std::string path = std::string(SLUICE_FIXTURES_DIR) + "/tiny-llama.gguf";
+// `format`: "f32" (the GGUF) or "safetensors" (the Hugging Face folder); the tokenizer
+// comes from the GGUF either way (embeddings of token ids never use it).
+LoadedFixture load_model(const ModelFixture& fixture, const std::string& format) {
   LoadedFixture f;
   f.backend = backends::make_cpu_backend(2);
-  f.model = Model::load(loader::open_weights(path), *f.backend);
-  f.tokenizer = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(path)));
+  f.model = Model::load(open_fixture_weights(fixture, format), *f.backend);
+  f.tokenizer = std::make_unique<tokenizer::Tokenizer>(
+      tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(fixture.gguf.at("f32").string())));
   return f;
 }
 
@@ -74,27 +81,38 @@ std::vector<std::vector<float>> embed(Engine& engine, const std::vector<std::vec
   return out;
 }
 
-TEST_CASE("embeddings match the NumPy reference of the tiny model (cosine >= 0.9999)") {
-  const std::vector<GoldenCase> cases = read_goldens();
-  REQUIRE(cases.size() >= 3);
-  LoadedFixture f = load_tiny_llama();
-  Engine engine(*f.model, *f.tokenizer, small_config());
-  engine.start();
-  std::vector<std::vector<int32_t>> inputs;
-  for (const GoldenCase& c : cases) inputs.push_back(c.tokens);
-  for (Pooling pooling : {Pooling::last, Pooling::mean}) {
-    CAPTURE(to_string(pooling));
-    const std::vector<std::vector<float>> batch = embed(engine, inputs, pooling, "batch");
-    for (size_t i = 0; i < cases.size(); ++i) {
-      CAPTURE(i);
-      const std::vector<float>& want = pooling == Pooling::last ? cases[i].last : cases[i].mean;
-      CHECK(cosine(batch[i], want) >= 0.9999);
-      // One by one: the same bits as in the batch.
-      const std::vector<std::vector<float>> alone = embed(engine, {inputs[i]}, pooling, "alone-" + std::to_string(i));
-      CHECK(alone[0] == batch[i]);
+TEST_CASE("embeddings of the fixture models match transformers (cosine >= 0.9999); batch equals one by one") {
+  for (const std::string& name : kFixtureNames) {
+    const std::vector<GoldenCase> cases = read_goldens(name);
+    REQUIRE(cases.size() >= 3);
+    const ModelFixture fixture = load_fixture(name);
+    std::vector<std::vector<int32_t>> inputs;
+    for (const GoldenCase& c : cases) inputs.push_back(c.tokens);
+    for (const std::string format : {"f32", "safetensors"}) {
+      CAPTURE(name);
+      CAPTURE(format);
+      LoadedFixture f = load_model(fixture, format);
+      Engine engine(*f.model, *f.tokenizer, small_config());
+      engine.start();
+      for (Pooling pooling : {Pooling::last, Pooling::mean}) {
+        CAPTURE(to_string(pooling));
+        const std::vector<std::vector<float>> batch = embed(engine, inputs, pooling, "batch");
+        for (size_t i = 0; i < cases.size(); ++i) {
+          CAPTURE(i);
+          CAPTURE(inputs[i].size());
+          const std::vector<float>& want = pooling == Pooling::last ? cases[i].last : cases[i].mean;
+          const double cos = cosine(batch[i], want);
+          CAPTURE(cos);
+          CHECK(cos >= kMinCosine);
+          // One by one: the same bits as in the batch.
+          const std::vector<std::vector<float>> alone =
+              embed(engine, {inputs[i]}, pooling, "alone-" + std::to_string(i));
+          CHECK(alone[0] == batch[i]);
+        }
+      }
+      CHECK(wait_idle(engine));
     }
   }
-  CHECK(wait_idle(engine));
 }
 
 }  // namespace
