@@ -256,8 +256,10 @@ void BlockPool::record_events(std::vector<KvCacheEvent>* log) {
 void BlockPool::record_stored(std::optional<uint64_t> parent_hash, uint64_t hash, std::span<const int32_t> tokens) {
   auto* stored = events_->empty() ? nullptr : std::get_if<KvBlockStored>(&events_->back());
   if (stored == nullptr || !parent_hash || stored->block_hashes.back() != *parent_hash) {
-    stored = &std::get<KvBlockStored>(events_->emplace_back(
-        KvBlockStored{.parent_block_hash = parent_hash, .block_size = config_.block_size}));
+    KvBlockStored chain;
+    chain.parent_block_hash = parent_hash;
+    chain.block_size = config_.block_size;
+    stored = &std::get<KvBlockStored>(events_->emplace_back(std::move(chain)));
   }
   stored->block_hashes.push_back(hash);
   stored->token_ids.insert(stored->token_ids.end(), tokens.begin(), tokens.end());
