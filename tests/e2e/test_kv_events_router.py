@@ -12,28 +12,13 @@ the router tests); the test skips where the venv has none.
 """
 import json
 import re
-import signal
-import socket
-import subprocess
-import sys
-import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from conftest import TINY_MODEL, Daemon
 from http_util import parse_metrics, request
-
-ROUTER_BIN = Path(sys.executable).parent / "vllm-router"
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
+from router_util import ROUTER_BIN, Router
 
 def post_json(target, path, body):
     status, _, raw = request(target, "POST", path, body=json.dumps(body),
@@ -45,43 +30,6 @@ def post_json(target, path, body):
 def prefix_hits(replica):
     samples = parse_metrics(request(replica, "GET", "/metrics")[2].decode())
     return sum(value for (name, _), value in samples.items() if name == "sluice_prefix_cache_hits_total")
-
-
-class Router:
-    def __init__(self, args):
-        self.port = free_port()
-        self.proc = subprocess.Popen([str(ROUTER_BIN), "--host", "127.0.0.1", "--port", str(self.port),
-                                      "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port()),
-                                      *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.lines = []
-        threading.Thread(target=lambda: [self.lines.append(ANSI.sub("", line)) for line in self.proc.stdout],
-                         daemon=True).start()
-
-    @property
-    def log(self):
-        return "".join(self.lines)
-
-    def wait_ready(self, count, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                status, _, body = request(self, "GET", "/readiness", timeout=5)
-                if status == 200 and json.loads(body)["healthy_workers"] == count:
-                    return
-            except OSError:
-                pass  # not listening yet
-            assert self.proc.poll() is None, f"vllm-router exited:\n{self.log}"
-            assert time.monotonic() < deadline, f"vllm-router not ready:\n{self.log}"
-            time.sleep(0.05)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
 
 
 def test_kv_aware_routes_each_prefix_to_the_replica_that_holds_it():
@@ -102,10 +50,7 @@ def test_kv_aware_routes_each_prefix_to_the_replica_that_holds_it():
             assert match, replica.log
             sources += ["--kv-event-source", f"{replica.url}={match.group(1)}",
                         "--kv-event-replay-source", f"{replica.url}={match.group(2)}"]
-        router = Router(["--worker-urls", *[r.url for r in replicas], "--policy", "kv_aware",
-                         "--kv-event-block-size", "16", "--kv-event-model", "tiny",
-                         "--health-check-endpoint", "/ready", "--log-level", "debug", *sources])
-        router.wait_ready(2)
+        router = Router(replicas, "kv_aware", "--kv-event-block-size", "16", "--kv-event-model", "tiny", *sources)
 
         # Each replica computes its own prefix, directly: one message each (seq 1,
         # after the AllBlocksCleared of seq 0). The router learns it from the events
