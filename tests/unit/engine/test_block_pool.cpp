@@ -1,4 +1,5 @@
 #include "engine/block_pool.h"
+#include "tests/unit/engine/block_pool_test_util.h"
 
 #include <doctest/doctest.h>
 
@@ -9,25 +10,9 @@
 namespace sluice::engine {
 namespace {
 
-std::vector<int32_t> iota_tokens(int32_t count, int32_t first = 1) {
-  std::vector<int32_t> tokens(count);
-  std::iota(tokens.begin(), tokens.end(), first);
-  return tokens;
-}
-
-Sequence make_seq(std::vector<int32_t> tokens) {
-  auto params = std::make_shared<SamplingParams>();
-  params->seed = 1;
-  return Sequence("r", std::move(tokens), params);
-}
-
-// Admits `seq` the way the scheduler does and marks all its tokens computed.
-void admit_and_compute(BlockPool& pool, Sequence& seq) {
-  const CachedPrefix prefix = pool.find_cached_prefix(seq.tokens());
-  REQUIRE(pool.allocate_slots(seq, seq.num_tokens() - prefix.num_cached_tokens, &prefix));
-  seq.set_num_computed_tokens(seq.num_tokens());
-  pool.cache_full_blocks(seq);
-}
+using test::admit_and_compute;
+using test::iota_tokens;
+using test::make_seq;
 
 // A deliberately weak hash: token values are taken mod 100, so blocks differing only
 // by multiples of 100 collide under the same parent.
