@@ -43,7 +43,7 @@ int device_count(std::string* why) {
 }
 
 CudaBackend::CudaBackend(int device)
-    : device_(device), activation_scratch_(device), weight_scratch_(device) {
+    : device_(device), activation_scratch_(device), weight_scratch_(device), attention_scratch_(device) {
   const std::string where = "cuda:" + std::to_string(device);
   throw_if_failed(cudaSetDevice(device), where + ": cudaSetDevice");
   throw_if_failed(cudaGetDeviceProperties(&props_, device), where + ": cudaGetDeviceProperties");
@@ -260,6 +260,7 @@ void CudaBackend::forget_recordings() {
   graphs_.clear();
   activation_scratch_.release_retired();
   weight_scratch_.release_retired();
+  attention_scratch_.release_retired();
 }
 
 }  // namespace cuda

@@ -110,6 +110,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<DeviceBuffer> cublas_workspace_;
   Scratch activation_scratch_;  // x converted to F16/BF16 for cuBLAS
   Scratch weight_scratch_;      // quantized weights dequantized to F16 for tensor-core GEMMs
+  Scratch attention_scratch_;   // per-split partial results of a split attention launch
   StepMeta meta_;
   std::map<int64_t, cudaGraphExec_t> graphs_;
   bool capturing_ = false;

@@ -1,21 +1,29 @@
 // Paged causal attention over a flattened batch (prefill chunks and decode rows
 // together), grouped-query heads, sliding window and soft-cap.
 //
-// One block per (query row, KV head) with 4 warps. The block computes the `group`
-// query heads that share the KV head, so each key and value row is read once for
-// all of them. Keys go in tiles of 32 positions, warp w taking tiles w, w + 4, ...
-// In a tile, lane i owns key i: it reads that key's whole row (16-byte loads) and
-// computes its scores against the queries, held in shared memory, with no
-// shuffles; the softmax is online per tile (one warp max per head and tile), and
-// the value rows are then summed with lane i owning elements i, i + 32, ... The
-// four warps' partial results are merged through shared memory at the end, in a
-// fixed order. (The first version walked one key per warp step, a warp sum and two
-// exponentials per key and head: on an H200 it was 60% of a batch-1 llama3-8b
-// decode step, 0.28 ms per layer at 512 cached tokens.)
+// Work unit: one (query row, KV head) pair computes the `group` query heads that
+// share the KV head, so each key and value row is read once for all of them. Its
+// keys go in tiles of 32 positions, and the tiles are dealt round-robin to
+// kSplits = 32 splits: split z owns tiles z, z + 32, z + 64, ... One warp computes
+// one split: in a tile, lane i owns key i and computes that key's scores (its whole
+// K row in 16-byte loads, the queries in shared memory, no shuffles); the softmax is
+// online per tile; then the value rows are summed with 16-byte loads, the warp
+// split into key slots of head_dim / 8 lanes (two keys per instruction at
+// head_dim 128), each lane owning 8 elements. A split ends as (max, sum, values).
+// The splits are then merged in split order, one fixed formula (merge_head, merge_element).
 //
-// Every block's work depends on its own row alone, so results are batch invariant.
-// Sequence metadata comes from device memory (begin_step), so the kernel replays
-// correctly inside a recorded step. Padding rows (row_sequence -1) write zeros.
+// Two launch shapes give the same bits, because each split is computed by the same
+// code and merged in the same order:
+// - few work units (decode): one warp per split across the grid (rows x KV heads x
+//   8 blocks of 4 warps), partial results in a scratch area, then a combine kernel.
+//   One sequence at 512 cached tokens keeps 16 warps busy per KV head instead of 4
+//   (an H200 showed one decoding sequence taking 0.1 ms per layer on 8 blocks).
+// - many work units (prefill, large batches): one block of 4 warps per unit, taking
+//   the splits four at a time and merging them through shared memory.
+// Which shape a launch takes depends on its row count, never a row's result, so
+// results are batch invariant. Sequence metadata comes from device memory
+// (begin_step), so the kernels replay correctly inside a recorded step. Padding rows
+// (row_sequence -1) write zeros.
 #include <cuda_fp16.h>
 
 #include "backends/cuda/kernels.h"
@@ -25,7 +33,9 @@ namespace sluice::backends::cuda {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kTile = 32;  // key positions per warp step: one per lane
+constexpr int kTile = 32;    // key positions per tile: one per lane
+constexpr int kSplits = 32;  // splits per work unit, whatever the launch shape
+constexpr int kGroup = kAttentionMaxGroup;
 
 // Eight consecutive cache elements from element `offset` (a multiple of 8) as floats.
 template <bool kF16>
@@ -47,180 +57,413 @@ __device__ __forceinline__ void load8(const void* cache, long long offset, float
   }
 }
 
-template <bool kF16>
-__device__ __forceinline__ float load1(const void* cache, long long offset) {
-  if constexpr (kF16) return __half2float(static_cast<const __half*>(cache)[offset]);
-  else return static_cast<const float*>(cache)[offset];
+// What every kernel knows about its work unit.
+struct Unit {
+  int seq;        // -1: a padding row
+  int p;          // the query's position
+  int lo;         // first visible key position
+  int num_tiles;  // tiles covering lo..p
+  const int* table;
+};
+
+__device__ __forceinline__ Unit unit_of(long long row, const AttentionMeta& meta, const AttentionArgs& args) {
+  Unit u{};
+  u.seq = meta.row_sequence[row];
+  if (u.seq < 0) return u;
+  const int query_begin = meta.sequences[3 * u.seq];
+  const int num_cached = meta.sequences[3 * u.seq + 2];
+  u.table = meta.block_tables + static_cast<long long>(u.seq) * meta.table_stride[0];
+  u.p = num_cached + static_cast<int>(row - query_begin);
+  u.lo = args.sliding_window > 0 ? max(0, u.p - args.sliding_window + 1) : 0;
+  u.num_tiles = (u.p - u.lo + kTile) / kTile;
+  return u;
 }
 
-// kPerLane = head_dim / 32 rounded up to 1, 2, 4 or 8 (head_dim is a multiple of 32).
-template <int kPerLane, bool kF16>
-__global__ void __launch_bounds__(kWarps * 32)
-    attention_kernel(const float* q, KvCacheArgs cache, AttentionMeta meta, AttentionArgs args, float* out) {
-  constexpr int G = kAttentionMaxGroup;
-  constexpr int kDim = kPerLane * 32;  // head_dim rounded up; elements past head_dim are zero
-  const long long row = blockIdx.x;
-  const int kv_head = blockIdx.y;
+// The group's queries, pre-scaled, into shared memory (every lane reads all of them);
+// elements past head_dim and heads past the group are zero.
+template <int kDim, int kG>
+__device__ __forceinline__ void load_queries(const float* q, long long row, int kv_head, const AttentionArgs& args,
+                                             float (*shared_q)[kDim]) {
+  const int group = args.heads / args.kv_heads;
+  const float* q_row = q + (row * args.heads + static_cast<long long>(kv_head) * group) * args.head_dim;
+  for (int i = threadIdx.x; i < kG * kDim; i += blockDim.x) {
+    const int j = i / kDim;
+    const int d = i % kDim;
+    shared_q[j][d] = (j < group && d < args.head_dim) ? q_row[j * args.head_dim + d] * args.scale : 0.0f;
+  }
+}
+
+// One split's result as the warp holds it after split_partial: m is the same in every
+// lane, l and acc are full sums in every lane; lane (slot 0, part) holds the values of
+// elements part * 8 .. part * 8 + 7.
+template <int kG>
+struct Split {
+  float m[kG];
+  float l[kG];
+  float acc[kG][8];
+};
+
+// kLpr: lanes per value row (head_dim / 8 rounded up to a power of two); kG: query
+// heads per KV head the registers are sized for (4 or 8: fewer registers, more
+// resident warps, for the common group of 4).
+template <int kLpr, bool kF16, int kG>
+__device__ __forceinline__ void split_partial(int z, const Unit& u, int kv_head, const KvCacheArgs& cache,
+                                              const AttentionArgs& args, const float (*shared_q)[kLpr * 8],
+                                              float (*shared_p)[kTile], Split<kG>& out) {
+  constexpr int kKeysPerPass = 32 / kLpr;
+  constexpr int kDim = kLpr * 8;
   const int group = args.heads / args.kv_heads;
   const int head_dim = args.head_dim;
   const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-
-  const int seq = meta.row_sequence[row];
-  float* out_row = out + (row * args.heads + static_cast<long long>(kv_head) * group) * head_dim;
-  if (seq < 0) {
-    for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) out_row[i] = 0.0f;
-    return;
-  }
-  const int query_begin = meta.sequences[3 * seq];
-  const int num_cached = meta.sequences[3 * seq + 2];
-  const int* table = meta.block_tables + static_cast<long long>(seq) * meta.table_stride[0];
-  const int p = num_cached + static_cast<int>(row - query_begin);  // this query's position
-  const int lo = args.sliding_window > 0 ? max(0, p - args.sliding_window + 1) : 0;
-
-  // The group's queries, pre-scaled, in shared memory: every lane reads all of them.
-  __shared__ __align__(16) float shared_q[G][kDim];
-  __shared__ float shared_p[kWarps][G][kTile];
-  const float* q_row = q + (row * args.heads + static_cast<long long>(kv_head) * group) * head_dim;
-  for (int i = threadIdx.x; i < G * kDim; i += blockDim.x) {
-    const int j = i / kDim;
-    const int d = i % kDim;
-    shared_q[j][d] = (j < group && d < head_dim) ? q_row[j * head_dim + d] * args.scale : 0.0f;
-  }
-  __syncthreads();
-
-  float acc[G][kPerLane];
-  float m[G], l[G];  // running max (same in every lane) and this lane's share of the sum
+  const int slot = lane / kLpr;     // which key of a pass this lane sums
+  const int d0 = (lane % kLpr) * 8;  // its 8 value elements
 #pragma unroll
-  for (int j = 0; j < G; ++j) {
-    m[j] = -INFINITY;
-    l[j] = 0.0f;
+  for (int j = 0; j < kG; ++j) {
+    out.m[j] = -INFINITY;
+    out.l[j] = 0.0f;
 #pragma unroll
-    for (int e = 0; e < kPerLane; ++e) acc[j][e] = 0.0f;
+    for (int e = 0; e < 8; ++e) out.acc[j][e] = 0.0f;
   }
 
-  const int num_tiles = (p - lo + kTile) / kTile;  // positions lo..p
-  for (int tile = warp; tile < num_tiles; tile += kWarps) {
-    const int base = lo + tile * kTile;
+  for (int tile = z; tile < u.num_tiles; tile += kSplits) {
+    const int base = u.lo + tile * kTile;
     const int pos = base + lane;
-    const bool valid = pos <= p;
-    long long offset = 0;  // this lane's key row
+    const bool valid = pos <= u.p;
+    long long offset = 0;  // this lane's key row (K and V share the layout)
     if (valid) {
-      const int block = table[pos / args.block_size];
+      const int block = u.table[pos / args.block_size];
       offset = ((static_cast<long long>(block) * args.block_size + pos % args.block_size) * args.kv_heads + kv_head) *
                head_dim;
     }
 
     // Scores of this lane's key against the group's queries.
-    float s[G];
+    float s[kG];
 #pragma unroll
-    for (int j = 0; j < G; ++j) s[j] = 0.0f;
+    for (int j = 0; j < kG; ++j) s[j] = 0.0f;
     if (valid) {
-      for (int d = 0; d < head_dim; d += 8) {
-        float k8[8];
-        load8<kF16>(cache.k, offset + d, k8);
+      // Four 16-byte loads issued before their use (a compile-time bound lets the
+      // compiler hoist them: one load's latency per four, not per load).
+      for (int d4 = 0; d4 < kDim; d4 += 32) {
+        float k8[4][8];
 #pragma unroll
-        for (int j = 0; j < G; ++j) {
-          if (j >= group) break;
-          const float4 qa = *reinterpret_cast<const float4*>(&shared_q[j][d]);
-          const float4 qb = *reinterpret_cast<const float4*>(&shared_q[j][d + 4]);
-          float r = s[j];
-          r = fmaf(qa.x, k8[0], r);
-          r = fmaf(qa.y, k8[1], r);
-          r = fmaf(qa.z, k8[2], r);
-          r = fmaf(qa.w, k8[3], r);
-          r = fmaf(qb.x, k8[4], r);
-          r = fmaf(qb.y, k8[5], r);
-          r = fmaf(qb.z, k8[6], r);
-          r = fmaf(qb.w, k8[7], r);
-          s[j] = r;
+        for (int u = 0; u < 4; ++u)
+          if (d4 + 8 * u < head_dim) load8<kF16>(cache.k, offset + d4 + 8 * u, k8[u]);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int d = d4 + 8 * u;
+          if (d >= head_dim) break;
+#pragma unroll
+          for (int j = 0; j < kG; ++j) {
+            if (j >= group) break;
+            const float4 qa = *reinterpret_cast<const float4*>(&shared_q[j][d]);
+            const float4 qb = *reinterpret_cast<const float4*>(&shared_q[j][d + 4]);
+            float r = s[j];
+            r = fmaf(qa.x, k8[u][0], r);
+            r = fmaf(qa.y, k8[u][1], r);
+            r = fmaf(qa.z, k8[u][2], r);
+            r = fmaf(qa.w, k8[u][3], r);
+            r = fmaf(qb.x, k8[u][4], r);
+            r = fmaf(qb.y, k8[u][5], r);
+            r = fmaf(qb.z, k8[u][6], r);
+            r = fmaf(qb.w, k8[u][7], r);
+            s[j] = r;
+          }
         }
       }
     }
 
     // Online softmax over the tile: lane 0's key is always valid, so each max is finite.
 #pragma unroll
-    for (int j = 0; j < G; ++j) {
+    for (int j = 0; j < kG; ++j) {
       if (j >= group) break;
       float score = s[j];
       if (args.softcap > 0.0f) score = args.softcap * tanhf(score / args.softcap);
       score = valid ? score : -INFINITY;
-      const float m_new = fmaxf(m[j], warp_max(score));
-      const float correction = expf(m[j] - m_new);  // 0 on the first tile (m = -inf)
+      const float m_new = fmaxf(out.m[j], warp_max(score));
+      const float correction = expf(out.m[j] - m_new);  // 0 on the first tile (m = -inf)
       const float weight = valid ? expf(score - m_new) : 0.0f;
-      l[j] = l[j] * correction + weight;
-      m[j] = m_new;
+      out.l[j] = fmaf(out.l[j], correction, weight);
+      out.m[j] = m_new;
 #pragma unroll
-      for (int e = 0; e < kPerLane; ++e) acc[j][e] *= correction;
-      shared_p[warp][j][lane] = weight;
+      for (int e = 0; e < 8; ++e) out.acc[j][e] *= correction;
+      shared_p[j][lane] = weight;
     }
     __syncwarp();
 
-    // Values: key k's row, lane owning elements e * 32 + lane.
-    const int keys = min(kTile, p - base + 1);
-    for (int k = 0; k < keys; ++k) {
-      const long long key_offset = __shfl_sync(0xffffffffu, offset, k);
-      float v[kPerLane];
+    // Values: kKeysPerPass keys per pass, each lane adding 8 elements of its slot's key;
+    // four passes' loads are issued before their sums.
+    const int keys = min(kTile, u.p - base + 1);
+    for (int k0 = 0; k0 < keys; k0 += 4 * kKeysPerPass) {
+      float v8[4][8];
 #pragma unroll
-      for (int e = 0; e < kPerLane; ++e) {
-        const int d = e * 32 + lane;
-        v[e] = d < head_dim ? load1<kF16>(cache.v, key_offset + d) : 0.0f;
+      for (int pass = 0; pass < 4; ++pass) {
+        const int k = k0 + pass * kKeysPerPass + slot;
+        const long long key_offset = __shfl_sync(0xffffffffu, offset, k & 31);
+        if (k < keys && d0 < head_dim) load8<kF16>(cache.v, key_offset + d0, v8[pass]);
       }
 #pragma unroll
-      for (int j = 0; j < G; ++j) {
-        if (j >= group) break;
-        const float w = shared_p[warp][j][k];
+      for (int pass = 0; pass < 4; ++pass) {
+        const int k = k0 + pass * kKeysPerPass + slot;
+        if (k < keys && d0 < head_dim) {
 #pragma unroll
-        for (int e = 0; e < kPerLane; ++e) acc[j][e] = fmaf(w, v[e], acc[j][e]);
+          for (int j = 0; j < kG; ++j) {
+            if (j >= group) break;
+            const float w = shared_p[j][k];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) out.acc[j][e] = fmaf(w, v8[pass][e], out.acc[j][e]);
+          }
+        }
       }
     }
     __syncwarp();  // shared_p is rewritten by the next tile
   }
 
-  // Merge the warps: out = sum_w acc_w * exp(m_w - M) / sum_w l_w * exp(m_w - M).
-  __shared__ float shared_m[kWarps][G];
-  __shared__ float shared_l[kWarps][G];
-  __shared__ float shared_acc[kWarps][G][kPerLane * 32];
+  // Each slot summed its own keys: add the slots (a fixed butterfly), and the lanes' l.
 #pragma unroll
-  for (int j = 0; j < G; ++j) {
+  for (int j = 0; j < kG; ++j) {
     if (j >= group) break;
-    const float warp_l = warp_sum(l[j]);
-    if (lane == 0) {
-      shared_m[warp][j] = m[j];
-      shared_l[warp][j] = warp_l;
-    }
+    out.l[j] = warp_sum(out.l[j]);
 #pragma unroll
-    for (int e = 0; e < kPerLane; ++e) shared_acc[warp][j][e * 32 + lane] = acc[j][e];
+    for (int off = kLpr; off < 32; off <<= 1) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) out.acc[j][e] += __shfl_xor_sync(0xffffffffu, out.acc[j][e], off);
+    }
+  }
+}
+
+// Folding the splits, in split order, into a running result per query head: a
+// head's step (merge_head) gives the factors that every element of the head then
+// applies (merge_element). Both launch shapes fold with these two functions; rounded
+// operations only, so the compiler cannot contract them differently in two kernels.
+struct MergeFactors {
+  float run;    // what the running values are multiplied by
+  float split;  // what the split's values are multiplied by
+};
+
+__device__ __forceinline__ MergeFactors merge_head(float& run_m, float& run_l, float m, float l) {
+  const float m_new = fmaxf(run_m, m);
+  const MergeFactors f{expf(run_m - m_new), expf(m - m_new)};  // run: 0 while the result is empty
+  run_l = __fadd_rn(__fmul_rn(run_l, f.run), __fmul_rn(l, f.split));
+  run_m = m_new;
+  return f;
+}
+
+__device__ __forceinline__ float merge_element(float run_a, float a, MergeFactors f) {
+  return __fadd_rn(__fmul_rn(run_a, f.run), __fmul_rn(a, f.split));
+}
+
+// Scratch layout of the split launch: per (row, KV head, split, head of the group)
+// one record of m, l and head_dim values.
+__device__ __forceinline__ long long record_index(long long row, int kv_head, int z, int j, const AttentionArgs& args) {
+  return ((row * args.kv_heads + kv_head) * kSplits + z) * kGroup + j;
+}
+
+// Many work units: one block of 4 warps each, the splits four at a time.
+template <int kLpr, bool kF16, int kG>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_blocks(const float* q, KvCacheArgs cache, AttentionMeta meta, AttentionArgs args, float* out) {
+  constexpr int kDim = kLpr * 8;
+  constexpr int kPerThread = (kG * kDim + kWarps * 32 - 1) / (kWarps * 32);
+  const long long row = blockIdx.x;
+  const int kv_head = blockIdx.y;
+  const int group = args.heads / args.kv_heads;
+  const int head_dim = args.head_dim;
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  float* out_row = out + (row * args.heads + static_cast<long long>(kv_head) * group) * head_dim;
+
+  const Unit u = unit_of(row, meta, args);
+  if (u.seq < 0) {
+    for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) out_row[i] = 0.0f;
+    return;
+  }
+  __shared__ __align__(16) float shared_q[kG][kDim];
+  __shared__ float shared_p[kWarps][kG][kTile];
+  __shared__ float split_m[kWarps][kG];
+  __shared__ float split_l[kWarps][kG];
+  __shared__ float split_acc[kWarps][kG][kDim];
+  load_queries<kDim, kG>(q, row, kv_head, args, shared_q);
+  __syncthreads();
+
+  __shared__ float run_m[kG], run_l[kG];
+  __shared__ MergeFactors factors[kWarps][kG];
+  if (threadIdx.x < kG) run_m[threadIdx.x] = -INFINITY, run_l[threadIdx.x] = 0.0f;
+  float run_a[kPerThread];
+#pragma unroll
+  for (int t = 0; t < kPerThread; ++t) run_a[t] = 0.0f;
+
+  const int used_splits = min(kSplits, u.num_tiles);
+  for (int first = 0; first < used_splits; first += kWarps) {
+    const int z = first + warp;
+    if (z < used_splits) {
+      Split<kG> s;
+      split_partial<kLpr, kF16, kG>(z, u, kv_head, cache, args, shared_q, shared_p[warp], s);
+      const int d0 = lane * 8;
+#pragma unroll
+      for (int j = 0; j < kG; ++j) {
+        if (j >= group) break;
+        if (lane == 0) split_m[warp][j] = s.m[j], split_l[warp][j] = s.l[j];
+        if (d0 < kDim) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) split_acc[warp][j][d0 + e] = s.acc[j][e];
+        }
+      }
+    }
+    __syncthreads();
+    const int splits_now = min(kWarps, used_splits - first);
+    if (threadIdx.x < group) {
+      const int j = threadIdx.x;
+      for (int w = 0; w < splits_now; ++w) factors[w][j] = merge_head(run_m[j], run_l[j], split_m[w][j], split_l[w][j]);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int t = 0; t < kPerThread; ++t) {
+      const int i = threadIdx.x + t * kWarps * 32;
+      if (i >= group * head_dim) break;
+      const int j = i / head_dim, d = i % head_dim;
+      for (int w = 0; w < splits_now; ++w) run_a[t] = merge_element(run_a[t], split_acc[w][j][d], factors[w][j]);
+    }
+    __syncthreads();  // the split areas are rewritten by the next four
+  }
+#pragma unroll
+  for (int t = 0; t < kPerThread; ++t) {
+    const int i = threadIdx.x + t * kWarps * 32;
+    if (i < group * head_dim) out_row[i] = __fdiv_rn(run_a[t], run_l[i / head_dim]);
+  }
+}
+
+// Few work units: one warp per split, grid (rows, KV heads, kSplits / 4); results
+// into the scratch records, merged by attention_combine.
+template <int kLpr, bool kF16, int kG>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_splits(const float* q, KvCacheArgs cache, AttentionMeta meta, AttentionArgs args, float* split_m_l,
+                     float* split_acc) {
+  constexpr int kDim = kLpr * 8;
+  const long long row = blockIdx.x;
+  const int kv_head = blockIdx.y;
+  const int group = args.heads / args.kv_heads;
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const Unit u = unit_of(row, meta, args);
+  if (u.seq < 0 || static_cast<int>(blockIdx.z) * kWarps >= u.num_tiles) return;  // nothing for this block
+
+  __shared__ __align__(16) float shared_q[kG][kDim];
+  __shared__ float shared_p[kWarps][kG][kTile];
+  load_queries<kDim, kG>(q, row, kv_head, args, shared_q);
+  __syncthreads();
+  const int z = blockIdx.z * kWarps + warp;
+  if (z >= u.num_tiles) return;
+  Split<kG> s;
+  split_partial<kLpr, kF16, kG>(z, u, kv_head, cache, args, shared_q, shared_p[warp], s);
+  const int d0 = lane * 8;
+#pragma unroll
+  for (int j = 0; j < kG; ++j) {
+    if (j >= group) break;
+    const long long r = record_index(row, kv_head, z, j, args);
+    if (lane == 0) split_m_l[2 * r] = s.m[j], split_m_l[2 * r + 1] = s.l[j];
+    if (d0 < args.head_dim) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) split_acc[r * args.head_dim + d0 + e] = s.acc[j][e];
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_combine(const float* split_m_l, const float* split_acc, AttentionMeta meta, AttentionArgs args,
+                      float* out) {
+  const long long row = blockIdx.x;
+  const int kv_head = blockIdx.y;
+  const int group = args.heads / args.kv_heads;
+  const int head_dim = args.head_dim;
+  float* out_row = out + (row * args.heads + static_cast<long long>(kv_head) * group) * head_dim;
+  const Unit u = unit_of(row, meta, args);
+  if (u.seq < 0) {
+    for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) out_row[i] = 0.0f;
+    return;
+  }
+  const int used_splits = min(kSplits, u.num_tiles);
+  __shared__ MergeFactors factors[kSplits][kGroup];
+  __shared__ float sums[kGroup];
+  if (threadIdx.x < group) {
+    const int j = threadIdx.x;
+    float m[kSplits], l[kSplits];
+#pragma unroll
+    for (int z = 0; z < kSplits; ++z) {  // every load first, then the sequential fold
+      if (z < used_splits) {
+        const long long r = record_index(row, kv_head, z, j, args);
+        m[z] = split_m_l[2 * r];
+        l[z] = split_m_l[2 * r + 1];
+      }
+    }
+    float run_m = -INFINITY, run_l = 0.0f;
+#pragma unroll
+    for (int z = 0; z < kSplits; ++z)
+      if (z < used_splits) factors[z][j] = merge_head(run_m, run_l, m[z], l[z]);
+    sums[j] = run_l;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) {
-    const int j = i / head_dim;
-    const int d = i % head_dim;
-    float max = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) max = fmaxf(max, shared_m[w][j]);
-    float sum = 0.0f, value = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-      if (shared_m[w][j] == -INFINITY) continue;  // a warp that saw no key
-      const float f = expf(shared_m[w][j] - max);
-      sum += shared_l[w][j] * f;
-      value += shared_acc[w][j][d] * f;
-    }
-    out_row[i] = value / sum;
+    const int j = i / head_dim, d = i % head_dim;
+    float a[kSplits];
+#pragma unroll
+    for (int z = 0; z < kSplits; ++z)
+      if (z < used_splits) a[z] = split_acc[record_index(row, kv_head, z, j, args) * head_dim + d];
+    float run_a = 0.0f;
+#pragma unroll
+    for (int z = 0; z < kSplits; ++z)
+      if (z < used_splits) run_a = merge_element(run_a, a[z], factors[z][j]);
+    out_row[i] = __fdiv_rn(run_a, sums[j]);
   }
+}
+
+// At most this many work units take the split launch, and only with a scratch area of
+// at most kMaxSplitScratchBytes: past that the block launch has enough blocks.
+constexpr long long kMaxSplitUnits = 512;
+constexpr size_t kMaxSplitScratchBytes = size_t{64} << 20;
+
+template <int kLpr, bool kF16, int kG>
+void launch_shape(const float* q, const KvCacheArgs& cache, const AttentionMeta& meta, const AttentionArgs& args,
+                  float* out, float* scratch, cudaStream_t stream) {
+  const dim3 units(static_cast<unsigned>(args.rows), static_cast<unsigned>(args.kv_heads));
+  if (scratch == nullptr) {
+    attention_blocks<kLpr, kF16, kG><<<units, kWarps * 32, 0, stream>>>(q, cache, meta, args, out);
+    return;
+  }
+  const long long records = args.rows * args.kv_heads * kSplits * kGroup;
+  float* split_m_l = scratch;
+  float* split_acc = scratch + 2 * records;
+  const dim3 splits(units.x, units.y, kSplits / kWarps);
+  attention_splits<kLpr, kF16, kG><<<splits, kWarps * 32, 0, stream>>>(q, cache, meta, args, split_m_l, split_acc);
+  attention_combine<<<units, kWarps * 32, 0, stream>>>(split_m_l, split_acc, meta, args, out);
+}
+
+template <int kLpr>
+void launch_lanes(const float* q, const KvCacheArgs& cache, const AttentionMeta& meta, const AttentionArgs& args,
+                  float* out, float* scratch, cudaStream_t stream) {
+  const bool small_group = args.heads / args.kv_heads <= 4;
+  if (cache.f16 && small_group) launch_shape<kLpr, true, 4>(q, cache, meta, args, out, scratch, stream);
+  else if (cache.f16) launch_shape<kLpr, true, 8>(q, cache, meta, args, out, scratch, stream);
+  else if (small_group) launch_shape<kLpr, false, 4>(q, cache, meta, args, out, scratch, stream);
+  else launch_shape<kLpr, false, 8>(q, cache, meta, args, out, scratch, stream);
 }
 
 }  // namespace
 
+size_t attention_split_scratch_bytes(const AttentionArgs& args) {
+  const long long units = args.rows * args.kv_heads;
+  if (units > kMaxSplitUnits) return 0;
+  const size_t bytes = static_cast<size_t>(units) * kSplits * kGroup * (2 + args.head_dim) * sizeof(float);
+  return bytes <= kMaxSplitScratchBytes ? bytes : 0;
+}
+
 void launch_attention(const float* q, const KvCacheArgs& cache, const AttentionMeta& meta,
-                      const AttentionArgs& args, float* out, cudaStream_t stream) {
+                      const AttentionArgs& args, float* out, float* split_scratch, cudaStream_t stream) {
   if (args.rows == 0) return;
-  const dim3 grid(static_cast<unsigned>(args.rows), static_cast<unsigned>(args.kv_heads));
-  const int per_lane = (args.head_dim + 31) / 32;
-  const auto launch = [&](auto kernel) { kernel<<<grid, kWarps * 32, 0, stream>>>(q, cache, meta, args, out); };
-  if (per_lane <= 1) cache.f16 ? launch(attention_kernel<1, true>) : launch(attention_kernel<1, false>);
-  else if (per_lane <= 2) cache.f16 ? launch(attention_kernel<2, true>) : launch(attention_kernel<2, false>);
-  else if (per_lane <= 4) cache.f16 ? launch(attention_kernel<4, true>) : launch(attention_kernel<4, false>);
-  else cache.f16 ? launch(attention_kernel<8, true>) : launch(attention_kernel<8, false>);
+  const int lanes = (args.head_dim + 7) / 8;  // lanes per value row, rounded up to a power of two
+  if (lanes <= 4) launch_lanes<4>(q, cache, meta, args, out, split_scratch, stream);
+  else if (lanes <= 8) launch_lanes<8>(q, cache, meta, args, out, split_scratch, stream);
+  else if (lanes <= 16) launch_lanes<16>(q, cache, meta, args, out, split_scratch, stream);
+  else launch_lanes<32>(q, cache, meta, args, out, split_scratch, stream);
 }
 
 }  // namespace sluice::backends::cuda

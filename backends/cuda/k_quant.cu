@@ -1,6 +1,7 @@
 // Quantized (and F32/F16/BF16) weights on the GPU: the embedding gather, the
 // dequantization of weight rows to F16 for tensor-core GEMMs (long prompts), and the
-// decode GEMVs, which read each weight byte once for all of a step's few tokens.
+// decode GEMVs (quantized, F16 and BF16 weights), which read each weight byte once
+// for all of a step's few tokens.
 //
 // Every kernel works in chunks of 8 values (quant_blocks.cuh): a thread decodes one
 // chunk of a block with the CPU's exact arithmetic and uses it at once.
@@ -106,6 +107,34 @@ __global__ void __launch_bounds__(kRowThreads)
 }
 
 // --- GEMV ------------------------------------------------------------------------------------
+
+// F16 and BF16 weights read by the GEMV as a format of 8-element, 16-byte blocks (so
+// decode batches read the weights once, with 16-byte loads, x staying in F32; cuBLAS
+// would want x rounded to 16 bits and splits K with extra reductions). Rows must be
+// 16-byte aligned (gemv_takes_float_weights).
+template <bool kBf16>
+struct Float16Format {
+  static constexpr int kBlockElems = 8, kBlockBytes = 16, kChunks = 1;
+  __device__ static int offset(int, int g) { return 4 * g; }
+  __device__ static void decode(const uint8_t* b, int, float* v) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(b);
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const auto lo = static_cast<uint16_t>(words[k] & 0xFFFFu), hi = static_cast<uint16_t>(words[k] >> 16);
+      v[2 * k] = kBf16 ? bf16_to_f32(lo) : f16_to_f32(lo);
+      v[2 * k + 1] = kBf16 ? bf16_to_f32(hi) : f16_to_f32(hi);
+    }
+  }
+};
+
+// visit_quant_format, plus the 16-bit float formats.
+template <class Fn>
+bool visit_gemv_format(DType dtype, Fn&& fn) {
+  if (dtype == DType::F16) return fn(Float16Format<false>{}), true;
+  if (dtype == DType::BF16) return fn(Float16Format<true>{}), true;
+  return visit_quant_format(dtype, fn);
+}
 
 constexpr int kGemvThreads = 128;
 constexpr int kGemvWarps = kGemvThreads / 32;
@@ -242,8 +271,12 @@ void launch_gemv(DType dtype, const GemvArgs& a, int64_t num_tokens, cudaStream_
   constexpr int kOuts = kGated ? kGemvWeightRows / 2 : kGemvWeightRows;
   const int64_t blocks = (a.out_features + kOuts - 1) / kOuts;
   SLUICE_CHECK(blocks <= INT_MAX, "quant gemv: too many output rows");
-  const bool known = visit_quant_format(dtype, [&](auto format) {
+  const bool known = visit_gemv_format(dtype, [&](auto format) {
     using F = decltype(format);
+    if constexpr (F::kBlockBytes == 16)
+      SLUICE_CHECK(reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w_up) % 16 == 0 &&
+                       a.row_bytes % 16 == 0,
+                   "gemv: 16-bit weight rows must be 16-byte aligned");
     SLUICE_CHECK(a.in_features % F::kBlockElems == 0 &&
                      a.row_bytes >= static_cast<size_t>(a.in_features / F::kBlockElems) * F::kBlockBytes,
                  "quant gemv: rows must be whole blocks");
@@ -263,6 +296,11 @@ int checked_int(int64_t v, const char* what) {
 
 bool quant_kernels_support(DType dtype) {
   return visit_quant_format(dtype, [](auto) {});
+}
+
+bool gemv_takes_float_weights(DType dtype, const void* w, size_t w_row_bytes, int64_t in_features) {
+  return (dtype == DType::F16 || dtype == DType::BF16) && reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
+         w_row_bytes % 16 == 0 && in_features % 8 == 0;
 }
 
 void launch_embed(const void* table, DType dtype, size_t row_bytes, int64_t dim, const int32_t* ids,

@@ -113,7 +113,7 @@ struct AttentionArgs {
   int64_t rows = 0;  // T (padding rows included)
   int heads = 0;
   int kv_heads = 0;
-  int head_dim = 0;  // <= kAttentionMaxHeadDim, a multiple of 32
+  int head_dim = 0;  // <= kAttentionMaxHeadDim, a multiple of 8
   int block_size = 0;
   float scale = 1.0f;
   int sliding_window = 0;
@@ -122,9 +122,13 @@ struct AttentionArgs {
 inline constexpr int kAttentionMaxHeadDim = 256;
 inline constexpr int kAttentionMaxGroup = 8;  // heads per KV head
 
-// q, out [T, heads, head_dim] contiguous F32; cache as KvCacheArgs.
+// Device scratch bytes for launching with the work split across more warps (few
+// rows: decode), or 0 when the launch should not split. Either way gives the same bits.
+size_t attention_split_scratch_bytes(const AttentionArgs& args);
+// q, out [T, heads, head_dim] contiguous F32; cache as KvCacheArgs; split_scratch of
+// attention_split_scratch_bytes(args) bytes, or null for the unsplit launch.
 void launch_attention(const float* q, const KvCacheArgs& cache, const AttentionMeta& meta,
-                      const AttentionArgs& args, float* out, cudaStream_t stream);
+                      const AttentionArgs& args, float* out, float* split_scratch, cudaStream_t stream);
 
 // --- matmul helpers and quantized weights (k_convert.cu, k_quant.cu) ---------------
 // x [rows, cols] F32 (stride x_stride) -> out [rows, cols] contiguous F16 or BF16.
@@ -138,8 +142,10 @@ bool quant_kernels_support(DType dtype);
 void launch_embed(const void* table, DType dtype, size_t row_bytes, int64_t dim, const int32_t* ids,
                   int64_t num_tokens, float* out, int64_t out_stride, cudaStream_t stream);
 // y[t][o] = sum_k x[t][k] * w[o][k] for a quantized w [out, in] (rows row_bytes apart),
-// for few rows of x (decode). Reads each weight block once for all T rows.
+// or an F16/BF16 one that gemv_takes_float_weights, for few rows of x (decode). Reads
+// each weight block once for all T rows; a row's result does not depend on T.
 inline constexpr int kQuantGemvMaxRows = 8;
+bool gemv_takes_float_weights(DType dtype, const void* w, size_t w_row_bytes, int64_t in_features);
 void launch_quant_gemv(const float* x, int64_t x_stride, int64_t num_tokens, const void* w, DType dtype,
                        size_t w_row_bytes, int64_t out_features, int64_t in_features, float* y, int64_t y_stride,
                        cudaStream_t stream);

@@ -1,7 +1,8 @@
 // matmul, gated_mlp and embed of the CUDA backend.
 //
 // Weights F32 / F16 / BF16: cuBLAS (F32 accumulation; 16-bit weights take x rounded
-// to the same 16-bit type, since cuBLAS wants A and B of one type; never TF32).
+// to the same 16-bit type, since cuBLAS wants A and B of one type; never TF32), except
+// that 16-bit weights in steps of up to 8 tokens take the GEMV below (x in F32).
 // Quantized weights: the GEMV kernels (k_quant.cu) for up to kGemvMaxTokens tokens,
 // else tiles of weight rows dequantized to F16 and cuBLAS F16 GEMMs on tensor cores.
 //
@@ -79,6 +80,12 @@ const float* gemv_input(const Tensor& x, Scratch& scratch, cudaStream_t stream, 
   return copy;
 }
 
+// F16/BF16 weights take the GEMV for steps of up to kQuantGemvMaxRows tokens (one
+// pass, x kept in F32); longer steps and F32 weights take cuBLAS.
+bool takes_float_gemv(const Tensor& w, int64_t num_tokens) {
+  return num_tokens <= kQuantGemvMaxRows && gemv_takes_float_weights(w.dtype, device_ptr(w), w.row_stride, w.cols());
+}
+
 }  // namespace
 
 bool CudaBackend::supports_matmul(DType weight_dtype) const {
@@ -108,7 +115,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor& y) {
                                         static_cast<size_t>(num_tokens), stream_));
     return;
   }
-  if (is_float_dtype(w.dtype)) {
+  if (is_float_dtype(w.dtype) && !takes_float_gemv(w, num_tokens)) {
     gemm(x, w, y);
     return;
   }
@@ -177,7 +184,10 @@ void CudaBackend::gated_mlp(const Tensor& x, const Tensor& w_gate, const Tensor&
   if (num_tokens == 0 || f == 0) return;
 
   // Decode: one pass over both weights, the activation applied in the epilogue.
-  if (quant_kernels_support(w_gate.dtype) && num_tokens <= kGemvMaxTokens && w_gate.row_stride == w_up.row_stride) {
+  const bool gemv = quant_kernels_support(w_gate.dtype) ? num_tokens <= kGemvMaxTokens
+                                                        : takes_float_gemv(w_gate, num_tokens) &&
+                                                              takes_float_gemv(w_up, num_tokens);
+  if (gemv && w_gate.row_stride == w_up.row_stride) {
     int64_t x_stride = 0;
     const float* xp = gemv_input(x, activation_scratch_, stream_, &x_stride);
     float* op = device_ptr_as<float>(out);

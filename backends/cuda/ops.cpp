@@ -58,8 +58,9 @@ KvCacheArgs cache_args(const KvLayer& cache, int64_t kv_heads, int64_t head_dim)
 }  // namespace
 
 bool CudaBackend::supports_attention(int64_t heads, int64_t kv_heads, int64_t head_dim) const {
+  // head_dim % 8: the kernel reads cache rows 8 elements (16 bytes of F16) at a time.
   return Backend::supports_attention(heads, kv_heads, head_dim) && heads / kv_heads <= kAttentionMaxGroup &&
-         head_dim <= kAttentionMaxHeadDim;
+         head_dim <= kAttentionMaxHeadDim && head_dim % 8 == 0;
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
@@ -171,7 +172,8 @@ void CudaBackend::attention(const Tensor& q, const KvLayer& cache, std::span<con
   const int64_t heads = q.dim(1), head_dim = q.dim(2), kv_heads = ck.dim(2);
   SLUICE_CHECK(kv_heads > 0 && heads % kv_heads == 0 && heads / kv_heads <= kAttentionMaxGroup,
                "attention: heads must be a multiple of kv_heads, at most 8 per KV head");
-  SLUICE_CHECK(head_dim <= kAttentionMaxHeadDim, "attention: head_dim above 256");
+  SLUICE_CHECK(head_dim <= kAttentionMaxHeadDim && head_dim % 8 == 0,
+               "attention: head_dim must be a multiple of 8, at most 256");
   // The metadata is begin_step's. Outside a recording, sequences that differ from
   // what it uploaded (a caller that skipped begin_step, an op test) are uploaded now.
   if (!capturing_ && !step_meta_matches(sequences, q.dim(0))) begin_step(sequences, q.dim(0));
@@ -185,7 +187,10 @@ void CudaBackend::attention(const Tensor& q, const KvLayer& cache, std::span<con
   a.scale = params.scale;
   a.sliding_window = params.sliding_window;
   a.softcap = params.softcap;
-  launch_attention(f32(q), cache_args(cache, kv_heads, head_dim), meta_.view(), a, f32_mut(out), stream_);
+  const size_t split_bytes = attention_split_scratch_bytes(a);
+  auto* split_scratch = split_bytes > 0 ? static_cast<float*>(attention_scratch_.get(split_bytes)) : nullptr;
+  launch_attention(f32(q), cache_args(cache, kv_heads, head_dim), meta_.view(), a, f32_mut(out), split_scratch,
+                   stream_);
   SLUICE_CUDA_LAUNCH_CHECK();
 }
 

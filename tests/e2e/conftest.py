@@ -21,6 +21,15 @@ GEMMA_MODEL = REPO / "models" / "gemma-3-270m-q4_k_m.gguf"
 
 
 
+def on_gpu():
+    """Whether the daemons' models run on a GPU: `make test E2E_BACKEND=cuda`, or no
+    backend named on a machine with an NVIDIA device (`auto` takes it). Checks that
+    hold bit for bit only on the CPU (whose matmuls sum each row the same way at any
+    batch size; cuBLAS picks its algorithm by the row count) relax there."""
+    backend = os.environ.get("SLUICE_E2E_BACKEND", "")
+    return backend.startswith("cuda") or (not backend and Path("/dev/nvidiactl").exists())
+
+
 def require_model(path, fetch="`make test-models`"):
     """Skips the test when a real model file is missing, or fails it when the run
     requires the models (SLUICE_REQUIRE_MODELS=1: `make test` fetched them)."""
@@ -41,8 +50,14 @@ class Daemon:
     def __init__(self, args, env=None):
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
         # `make test E2E_BACKEND=cuda` (or cpu): the backend every daemon's models run on.
-        if os.environ.get("SLUICE_E2E_BACKEND"):
-            full_env["SLUICE_BACKEND"] = os.environ["SLUICE_E2E_BACKEND"]
+        backend = os.environ.get("SLUICE_E2E_BACKEND", "")
+        if backend:
+            full_env["SLUICE_BACKEND"] = backend
+        # A GPU daemon's automatic KV budget is 90% of the device (vLLM's
+        # gpu_memory_utilization): a module's second daemon would find nothing left.
+        # 1 GiB each; a test's own --kv-cache-bytes flag still wins.
+        if on_gpu():
+            full_env["SLUICE_KV_CACHE_BYTES"] = str(1 << 30)
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [str(SLUICE_BIN), "serve", *args],

