@@ -162,8 +162,9 @@ class Backend {
   // rows when streaming), and each output row is computed in a fixed order from
   // its own window, so a stream decoded chunk by chunk equals one whole pass bit
   // for bit. Weights are F32, laid out tap-major at load (see each op).
-  enum class Activation { silu, gelu_erf };
-  // out = act(x) element-wise (gelu_erf: the exact GELU, x * Phi(x)). out may alias x.
+  enum class Activation { silu, gelu_erf, elu };
+  // out = act(x) element-wise (gelu_erf: the exact GELU, x * Phi(x); elu: x for
+  // x > 0, else expm1(x), alpha 1, the codec encoder's). out may alias x.
   virtual void activate(const Tensor& x, Activation act, const Tensor& out) = 0;
   // out = min(max(x, lo), hi). out may alias x.
   virtual void clamp(const Tensor& x, float lo, float hi, const Tensor& out) = 0;

@@ -82,6 +82,8 @@ void activate(ThreadPool& pool, const Tensor& x, Backend::Activation act, const 
   check_unary(x, out, "activate: x, out must be F32 of one shape");
   if (act == Backend::Activation::silu) {
     map_rows(pool, x, out, [](float v, int64_t) { return v / (1.0f + std::exp(-v)); });
+  } else if (act == Backend::Activation::elu) {
+    map_rows(pool, x, out, [](float v, int64_t) { return v > 0.0f ? v : std::expm1(v); });
   } else {
     map_rows(pool, x, out, [](float v, int64_t) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)); });
   }

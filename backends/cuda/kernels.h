@@ -37,7 +37,7 @@ void launch_softmax(const float* x, int64_t x_stride, float* out, int64_t out_st
 
 // --- signal ops of the codec decoder (k_signal.cu) ------------------------------
 // Shapes and formulas as in backend.h. Element-wise ops may run in place.
-enum class SignalActivation { silu, gelu_erf };
+enum class SignalActivation { silu, gelu_erf, elu };
 void launch_activate(SignalActivation act, const float* x, int64_t x_stride, float* out, int64_t out_stride,
                      Rows2D shape, cudaStream_t stream);
 void launch_clamp(const float* x, int64_t x_stride, float lo, float hi, float* out, int64_t out_stride, Rows2D shape,

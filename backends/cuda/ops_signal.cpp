@@ -23,8 +23,10 @@ void check_conv_operands(const Tensor& x, const Tensor& w, const Tensor& out, co
 
 void CudaBackend::activate(const Tensor& x, Activation act, const Tensor& out) {
   check_unary(x, out, "activate: x, out must be F32 of one shape");
-  launch_activate(act == Activation::silu ? SignalActivation::silu : SignalActivation::gelu_erf, f32(x), stride(x),
-                  f32_mut(out), stride(out), rows_of(x), stream_);
+  const SignalActivation kernel = act == Activation::silu       ? SignalActivation::silu
+                                  : act == Activation::gelu_erf ? SignalActivation::gelu_erf
+                                                                : SignalActivation::elu;
+  launch_activate(kernel, f32(x), stride(x), f32_mut(out), stride(out), rows_of(x), stream_);
   SLUICE_CUDA_LAUNCH_CHECK();
 }
 

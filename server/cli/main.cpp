@@ -7,6 +7,7 @@
 
 #include "config/config_loader.h"
 #include "server/cli/bench_command.h"
+#include "server/cli/encode_audio_command.h"
 #include "server/cli/generate_command.h"
 #include "server/cli/speak_command.h"
 #include "server/cli/inspect_command.h"
@@ -34,6 +35,11 @@ int main(int argc, char** argv) {
   server::SpeakOptions speak_options;
   server::add_speak_options(*speak, speak_options);
 
+  auto* encode_audio =
+      app.add_subcommand("encode-audio", "Encode a reference clip to Qwen3-TTS codec codes (voice cloning)");
+  server::EncodeAudioOptions encode_audio_options;
+  server::add_encode_audio_options(*encode_audio, encode_audio_options);
+
   auto* bench = app.add_subcommand("bench", "Time the forward pass of a model shape on random weights");
   server::BenchOptions bench_options;
   server::add_bench_options(*bench, bench_options);
@@ -44,6 +50,7 @@ int main(int argc, char** argv) {
   if (*inspect) return server::run_inspect(inspect_path, show_tensors);
   if (*generate) return server::run_generate(generate_options);
   if (*speak) return server::run_speak(speak_options);
+  if (*encode_audio) return server::run_encode_audio(encode_audio_options);
   if (*bench) return server::run_bench(bench_options);
 
   config::Config config;

@@ -17,12 +17,13 @@
 
 namespace sluice::backends::test {
 
-enum class SignalKind { silu, gelu_erf, clamp, add_bias, snake, conv1d, depthwise, conv_transpose };
+enum class SignalKind { silu, gelu_erf, elu, clamp, add_bias, snake, conv1d, depthwise, conv_transpose };
 
 inline const char* signal_kind_name(SignalKind kind) {
   switch (kind) {
     case SignalKind::silu: return "activate silu";
     case SignalKind::gelu_erf: return "activate gelu_erf";
+    case SignalKind::elu: return "activate elu";
     case SignalKind::clamp: return "clamp";
     case SignalKind::add_bias: return "add_bias";
     case SignalKind::snake: return "snake";
@@ -95,7 +96,7 @@ inline SignalCase make_signal_case(SignalKind kind, int64_t cin, int64_t cout, i
 // Odd sizes: channels off multiples of 16, every dilation and stride of the codec.
 inline std::vector<SignalCase> signal_test_cases(std::mt19937& rng) {
   std::vector<SignalCase> cases;
-  for (SignalKind kind : {SignalKind::silu, SignalKind::gelu_erf, SignalKind::clamp, SignalKind::add_bias,
+  for (SignalKind kind : {SignalKind::silu, SignalKind::gelu_erf, SignalKind::elu, SignalKind::clamp, SignalKind::add_bias,
                           SignalKind::snake})
     for (int64_t channels : {1, 19, 96})
       cases.push_back(make_signal_case(kind, channels, channels, 1, 1, false, rng));
@@ -157,6 +158,7 @@ inline std::vector<float> run_signal(Backend& backend, const SignalCase& c, cons
   switch (c.kind) {
     case SignalKind::silu: backend.activate(xt.tensor, Backend::Activation::silu, dst.tensor); break;
     case SignalKind::gelu_erf: backend.activate(xt.tensor, Backend::Activation::gelu_erf, dst.tensor); break;
+    case SignalKind::elu: backend.activate(xt.tensor, Backend::Activation::elu, dst.tensor); break;
     case SignalKind::clamp: backend.clamp(xt.tensor, -0.5f, 0.25f, dst.tensor); break;
     case SignalKind::add_bias: backend.add_bias(xt.tensor, bias.tensor, dst.tensor); break;
     case SignalKind::snake: backend.snake(xt.tensor, alpha.tensor, inv_beta.tensor, dst.tensor); break;
@@ -211,6 +213,10 @@ inline SignalReference signal_reference(const SignalCase& c, const std::vector<f
         case SignalKind::gelu_erf:
           v = 0.5 * xv * (1.0 + std::erf(xv / std::sqrt(2.0)));
           mag = 1e-6 * (std::fabs(v) + std::fabs(xv));  // 1 + erf cancels for x << 0: absolute in |x|
+          break;
+        case SignalKind::elu:
+          v = xv > 0 ? xv : std::expm1(xv);
+          mag = 1e-6 * std::fabs(v);  // expm1f: a few ulp
           break;
         case SignalKind::clamp:
           v = std::min(std::max(xv, -0.5), 0.25);
