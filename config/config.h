@@ -25,6 +25,9 @@ struct ModelConfig {
   std::string backend = "auto";  // cpu | cuda | cuda:N | auto (auto: Config::backend)
   int64_t context_length = 0;    // 0: the model's trained context length
   std::string quantize = "none"; // none | q8_0 | q4_0: F32/F16/BF16 matrices quantized at load
+  // Speech models: the codec decoder's convolutions, f32 (the reference numerics)
+  // or int16 (CPU only: faster, the waveform within engine/tts/codec's stated SNR).
+  std::string codec_precision = "f32";
   GenerationConfig generation;   // over Config::generation_config, field by field
   // Speech models: voice name a request may use -> checkpoint speaker, over the
   // built-in OpenAI voice table (server/services/speech_voices.h). Names are lower-case.

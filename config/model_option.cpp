@@ -50,6 +50,9 @@ void finish(std::vector<ModelConfig>& models, std::string_view origin) {
     if (model.quantize != "none" && model.quantize != "q8_0" && model.quantize != "q4_0") {
       fail(entry_key(i, "quantize"), "must be one of none, q8_0, q4_0, got " + quote(model.quantize), origin);
     }
+    if (model.codec_precision != "f32" && model.codec_precision != "int16") {
+      fail(entry_key(i, "codec_precision"), "must be one of f32, int16, got " + quote(model.codec_precision), origin);
+    }
     if (model.tool_call_parser != "auto" && model.tool_call_parser != "hermes" &&
         model.tool_call_parser != "llama3_json" && model.tool_call_parser != "none") {
       fail(entry_key(i, "tool_call_parser"),
@@ -124,7 +127,7 @@ std::map<std::string, std::string> parse_voices(const json& value, const std::st
 const std::vector<std::string>& entry_fields() {
   static const std::vector<std::string> fields = {
       "path",   "name",          "backend",          "context_length",  "quantize",
-      "generation", "voices", "chat_template", "tool_call_parser", "reasoning_parser", "pooling"};
+      "generation", "voices", "chat_template", "tool_call_parser", "reasoning_parser", "pooling", "codec_precision"};
   return fields;
 }
 
@@ -161,6 +164,7 @@ ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_v
                           : field == "tool_call_parser" ? &model.tool_call_parser
                           : field == "reasoning_parser" ? &model.reasoning_parser
                           : field == "pooling" ? &model.pooling
+                          : field == "codec_precision" ? &model.codec_precision
                                                : nullptr;
     if (target == nullptr) fail(key, "unknown key" + suggestion(field, entry_fields()), origin);
     if (!value.is_string()) fail_type(key, "a string", value, origin);
@@ -227,7 +231,8 @@ OptionSpec models_option() {
              (model.chat_template.empty() ? "" : ", chat_template " + model.chat_template) +
              (model.tool_call_parser == "auto" ? "" : ", tool_call_parser " + model.tool_call_parser) +
              (model.reasoning_parser == "auto" ? "" : ", reasoning_parser " + model.reasoning_parser) +
-             (model.pooling == "auto" ? "" : ", pooling " + model.pooling) + ")";
+             (model.pooling == "auto" ? "" : ", pooling " + model.pooling) +
+             (model.codec_precision == "f32" ? "" : ", codec_precision " + model.codec_precision) + ")";
     }
     return out;
   };

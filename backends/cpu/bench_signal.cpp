@@ -1,6 +1,8 @@
 // The signal ops' half of sluice_bench_ops: the codec decoder's convolutions
 // (reference §1.8.1) at their real shapes, for one 80 ms frame and for 50 frames,
-// printing GFLOP/s (2 multiply-adds counted per weight tap and output element).
+// printing GFLOP/s (2 multiply-adds counted per weight tap and output element),
+// the convolutions with F32 weights and, beside them, with int16 ones
+// (backends/conv_int16.h) where the backend has them.
 #include <functional>
 #include <memory>
 #include <span>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/conv_int16.h"
 #include "backends/cpu/bench_ops.h"
 
 namespace sluice::backends::bench {
@@ -67,18 +70,33 @@ Owned make_tensor(Backend& backend, std::vector<int64_t> shape, std::mt19937& rn
   return t;
 }
 
+// Random conv weights [rows, taps * cin] in conv_int16.h's I16 form.
+Owned make_int16_weight(Backend& backend, int64_t rows, int64_t taps, int64_t cin, std::mt19937& rng) {
+  std::vector<float> values(static_cast<size_t>(rows * taps * cin));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : values) v = dist(rng);
+  const std::vector<int16_t> q = pack_int16_conv_weights(values, rows, taps, cin);
+  Owned t;
+  t.buffer = backend.allocate(q.size() * sizeof(int16_t));
+  t.tensor = Tensor::make(t.buffer.get(), 0, DType::I16, {rows, static_cast<int64_t>(q.size()) / rows});
+  backend.upload(t.tensor, std::as_bytes(std::span(q)));
+  return t;
+}
+
 }  // namespace
 
 void bench_signal_ops(Backend& backend) {
   std::mt19937 rng(42);
-  std::printf("%-20s %7s %-22s %10s %10s\n", "op", "frames", "x -> out", "ms/call", "GFLOP/s");
+  const bool int16 = backend.device() == DeviceKind::cpu;  // only the CPU backend has int16 convs
+  std::printf("%-20s %7s %-22s %10s %10s %10s %10s\n", "op", "frames", "x -> out", "ms/call", "GFLOP/s",
+              int16 ? "int16 ms" : "", int16 ? "GFLOP/s" : "");
   for (int64_t frames : {1, 50}) {
-    double total_seconds = 0, total_flops = 0;
+    double total_seconds = 0, total_flops = 0, total_int16 = 0;
     for (const Shape& s : kShapes) {
       const int64_t rows = s.in_rows * frames;
-      Owned x, w, bias, out;
+      Owned x, w, bias, out, w16;
       double flops = 0;
-      std::function<void()> call;
+      std::function<void()> call, call16;
       if (s.op == Op::conv1d) {
         x = make_tensor(backend, {rows + (s.taps - 1) * s.param, s.cin}, rng);
         w = make_tensor(backend, {s.cout, s.taps * s.cin}, rng);
@@ -86,6 +104,10 @@ void bench_signal_ops(Backend& backend) {
         out = make_tensor(backend, {rows, s.cout}, rng);
         flops = 2.0 * static_cast<double>(rows * s.cout * s.taps * s.cin);
         call = [&] { backend.conv1d(x.tensor, w.tensor, bias.tensor, s.param, out.tensor); };
+        if (int16) {
+          w16 = make_int16_weight(backend, s.cout, s.taps, s.cin, rng);
+          call16 = [&] { backend.conv1d(x.tensor, w16.tensor, bias.tensor, s.param, out.tensor); };
+        }
       } else if (s.op == Op::conv_transpose1d) {
         x = make_tensor(backend, {rows + s.taps - 1, s.cin}, rng);
         w = make_tensor(backend, {s.param * s.cout, s.taps * s.cin}, rng);
@@ -93,6 +115,10 @@ void bench_signal_ops(Backend& backend) {
         out = make_tensor(backend, {rows * s.param, s.cout}, rng);
         flops = 2.0 * static_cast<double>(rows * s.param * s.cout * s.taps * s.cin);
         call = [&] { backend.conv_transpose1d(x.tensor, w.tensor, bias.tensor, s.param, out.tensor); };
+        if (int16) {
+          w16 = make_int16_weight(backend, s.param * s.cout, s.taps, s.cin, rng);
+          call16 = [&] { backend.conv_transpose1d(x.tensor, w16.tensor, bias.tensor, s.param, out.tensor); };
+        }
       } else if (s.op == Op::snake) {
         x = make_tensor(backend, {rows, s.cin}, rng);
         w = make_tensor(backend, {s.cin}, rng);     // alpha
@@ -109,19 +135,24 @@ void bench_signal_ops(Backend& backend) {
         call = [&] { backend.depthwise_conv1d(x.tensor, w.tensor, bias.tensor, out.tensor); };
       }
       const double per_call = seconds_per_call(call);
-      if (flops > 0) total_seconds += per_call, total_flops += flops;
+      const double per_call16 = call16 ? seconds_per_call(call16) : per_call;
+      if (flops > 0) total_seconds += per_call, total_flops += flops, total_int16 += per_call16;
       char shape[48];
       std::snprintf(shape, sizeof shape, "[%lld,%lld]->[%lld,%lld]", static_cast<long long>(x.tensor.rows()),
                     static_cast<long long>(s.cin), static_cast<long long>(out.tensor.rows()),
                     static_cast<long long>(out.tensor.cols()));
-      std::printf("%-20s %7lld %-22s %10.3f %10.2f\n", s.what, static_cast<long long>(frames), shape,
+      std::printf("%-20s %7lld %-22s %10.3f %10.2f", s.what, static_cast<long long>(frames), shape,
                   per_call * 1e3, flops / per_call * 1e-9);
+      if (call16) std::printf(" %10.3f %10.2f", per_call16 * 1e3, flops / per_call16 * 1e-9);
+      std::printf("\n");
     }
     // The convolution rows only. The residual units run each k7 conv three times
     // (d = 1, 3, 9) and each k1 conv three times; the table lists one of each, so
     // this total is a lower bound of the decoder's conv time, not the decoder itself.
-    std::printf("%-20s %7lld %-22s %10.3f %10.2f\n", "sum of the rows", static_cast<long long>(frames), "",
+    std::printf("%-20s %7lld %-22s %10.3f %10.2f", "sum of the rows", static_cast<long long>(frames), "",
                 total_seconds * 1e3, total_flops / total_seconds * 1e-9);
+    if (int16) std::printf(" %10.3f %10.2f", total_int16 * 1e3, total_flops / total_int16 * 1e-9);
+    std::printf("\n");
   }
 }
 

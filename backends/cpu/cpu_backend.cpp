@@ -179,14 +179,14 @@ void CpuBackend::snake(const Tensor& x, const Tensor& alpha, const Tensor& inv_b
   cpu::snake(pool_, x, alpha, inv_beta, out);
 }
 void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) {
-  cpu::conv1d(pool_, path_, x, w, bias, dilation, out);
+  cpu::conv1d(pool_, path_, conv_scratch_, x, w, bias, dilation, out);
 }
 void CpuBackend::depthwise_conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
   cpu::depthwise_conv1d(pool_, x, w, bias, out);
 }
 void CpuBackend::conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
                                   const Tensor& out) {
-  cpu::conv_transpose1d(pool_, path_, x, w, bias, stride, out);
+  cpu::conv_transpose1d(pool_, path_, conv_scratch_, x, w, bias, stride, out);
 }
 void CpuBackend::write_kv(const Tensor& k, const Tensor& v, const KvLayer& cache, const Tensor& slots) {
   cpu::write_kv(pool_, k, v, cache, slots);

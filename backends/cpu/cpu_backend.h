@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "backends/backend.h"
+#include "backends/cpu/ops.h"
 #include "backends/cpu/quant/quant_matmul.h"
 #include "backends/cpu/thread_pool.h"
 
@@ -73,6 +74,7 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   KernelPath path_;
+  ConvScratch conv_scratch_;
   QuantMatmul quant_matmul_;
   uint64_t made_weight_bytes_ = 0;
 };

@@ -4,7 +4,9 @@
 // ops_attention.cpp. Shapes and aliasing rules are those of backend.h; every
 // kernel checks the shapes and dtypes it relies on (SLUICE_CHECK) and computes
 // each output row from its own inputs only, so results are batch invariant.
+#include <cstdint>
 #include <span>
+#include <vector>
 
 #include "backends/backend.h"
 #include "backends/cpu/quant/cpu_features.h"
@@ -36,10 +38,17 @@ void activate(ThreadPool& pool, const Tensor& x, Backend::Activation act, const 
 void clamp(ThreadPool& pool, const Tensor& x, float lo, float hi, const Tensor& out);
 void add_bias(ThreadPool& pool, const Tensor& x, const Tensor& bias, const Tensor& out);
 void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out);
-void conv1d(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out);
+// The int16 convolutions' quantized input rows (backends/conv_int16.h), kept by the
+// backend between calls so a decoder's every conv reuses one allocation.
+struct ConvScratch {
+  std::vector<int16_t> x;
+  std::vector<float> scale;
+};
+void conv1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, const Tensor& x, const Tensor& w, const Tensor& bias,
+            int dilation, const Tensor& out);
 void depthwise_conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
-void conv_transpose1d(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
-                      const Tensor& out);
+void conv_transpose1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, const Tensor& x, const Tensor& w,
+                      const Tensor& bias, int stride, const Tensor& out);
 
 // k, v [T, kv_heads, head_dim] F32; cache.k/v [num_blocks, block_size, kv_heads, head_dim]
 // F32 or F16 (rounded to nearest even); slots [T] I32.

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/conv_int16.h"
+#include "backends/cpu/conv_i16_kernel.h"
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/cpu_buffer.h"
 #include "backends/cpu/ops.h"
@@ -60,10 +62,10 @@ bool is_vector(const Tensor& t, int64_t n) { return t.dtype == DType::F32 && t.n
 // into (row tile x column tile) items over the pool: a one-frame call (4 rows at
 // 1536 channels) still has ~100 items for every thread, a long one reuses each
 // weight block across a tile of rows. The split never changes a value.
-void run_conv(ThreadPool& pool, KernelPath path, const ConvArgs& args, int64_t rows, int64_t columns) {
+template <class Tile, class Args>
+void run_conv(ThreadPool& pool, Tile tile, const Args& args, int64_t rows, int64_t columns) {
   constexpr int64_t kRowTile = 64, kColumnTile = 16;
   if (rows == 0 || columns == 0) return;
-  const ConvTile tile = conv_tile(path);
   const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile;
   const int64_t column_tiles = (columns + kColumnTile - 1) / kColumnTile;
   pool.parallel_for(row_tiles * column_tiles, [&](int64_t begin, int64_t end) {
@@ -75,6 +77,49 @@ void run_conv(ThreadPool& pool, KernelPath path, const ConvArgs& args, int64_t r
 }
 
 int64_t float_stride(const Tensor& t) { return static_cast<int64_t>(t.row_stride / sizeof(float)); }
+
+// Quantizes x's rows for an int16 conv with `cin` inputs (backends/conv_int16.h):
+// row t becomes scale[t] * q[t] with |q| <= the limit, rounded to nearest even
+// (adding and subtracting 1.5 * 2^23 rounds a float below 2^22 to an integer), its
+// channels padded with zeros. Depends on the row alone, and is built once for
+// every path, so a row quantizes to the same bits in any call.
+void quantize_rows(ThreadPool& pool, const Tensor& x, ConvScratch& scratch) {
+  const int64_t cin = x.cols(), pc = int16_conv_padded_cin(cin), rows = x.rows();
+  const float limit = static_cast<float>(int16_conv_limit(cin));
+  scratch.x.resize(static_cast<size_t>(rows * pc));
+  scratch.scale.resize(static_cast<size_t>(rows));
+  const Rows<const float> xr(x);
+  for_each_row(pool, rows, cin, [&](int64_t t) {
+    const float* xi = xr[t];
+    int16_t* q = scratch.x.data() + t * pc;
+    float peak = 0.0f;
+    for (int64_t c = 0; c < cin; ++c) peak = std::max(peak, std::fabs(xi[c]));
+    const float inv = peak > 0.0f ? limit / peak : 0.0f;
+    scratch.scale[static_cast<size_t>(t)] = peak / limit;
+    constexpr float kRound = 0x1.8p23f;
+    for (int64_t c = 0; c < cin; ++c) {
+      const float v = std::min(std::max(xi[c] * inv, -limit), limit);
+      q[c] = static_cast<int16_t>(static_cast<int32_t>((v + kRound) - kRound));
+    }
+    for (int64_t c = cin; c < pc; ++c) q[c] = 0;
+  });
+}
+
+// conv_int16.h's weight rows for `cin` inputs: the taps they hold, checked.
+int64_t int16_conv_taps(const Tensor& w, int64_t cin, const char* what) {
+  const int64_t pc = int16_conv_padded_cin(cin);
+  SLUICE_CHECK(w.ndim == 2 && w.cols() >= pc + 2 && (w.cols() - 2) % pc == 0, what);
+  return (w.cols() - 2) / pc;
+}
+
+ConvI16Args int16_conv_args(const ConvScratch& s, const Tensor& w, int64_t cin, int64_t taps, int64_t step,
+                            const Tensor& bias, const Tensor& out, int64_t y_stride, int64_t period, int64_t phase_stride) {
+  return ConvI16Args{.x = s.x.data(), .x_scale = s.scale.data(), .x_stride = int16_conv_padded_cin(cin), .step = step,
+                     .w = Rows<const int16_t>(w)[0], .w_stride = static_cast<int64_t>(w.row_stride / sizeof(int16_t)),
+                     .padded_cin = int16_conv_padded_cin(cin), .taps = taps,
+                     .bias = bias ? Rows<const float>(bias)[0] : nullptr, .y = Rows<float>(out)[0],
+                     .y_stride = y_stride, .period = period, .phase_stride = phase_stride};
+}
 
 }  // namespace
 
@@ -135,21 +180,30 @@ void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor&
   });
 }
 
-void conv1d(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) {
-  SLUICE_CHECK(x.dtype == DType::F32 && w.dtype == DType::F32 && out.dtype == DType::F32 &&
+void conv1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, const Tensor& x, const Tensor& w, const Tensor& bias,
+            int dilation, const Tensor& out) {
+  SLUICE_CHECK(x.dtype == DType::F32 && (w.dtype == DType::F32 || w.dtype == DType::I16) && out.dtype == DType::F32 &&
                    x.ndim == 2 && w.ndim == 2 && out.ndim == 2,
-               "conv1d: x, w, out must be 2-D F32");
+               "conv1d: x, out must be 2-D F32, w 2-D F32 or I16");
   const int64_t cin = x.cols(), cout = w.dim(0);
-  SLUICE_CHECK(dilation >= 1 && w.cols() % cin == 0, "conv1d: w must be [Cout, k*Cin]");
-  const int64_t taps = w.cols() / cin;
+  SLUICE_CHECK(dilation >= 1, "conv1d: dilation must be positive");
+  const int64_t taps = w.dtype == DType::I16 ? int16_conv_taps(w, cin, "conv1d: I16 w must be [Cout, k*padded(Cin) + 2]")
+                                             : w.cols() / cin;
+  SLUICE_CHECK(w.dtype == DType::I16 || w.cols() % cin == 0, "conv1d: w must be [Cout, k*Cin]");
   SLUICE_CHECK(out.cols() == cout && x.rows() == out.rows() + (taps - 1) * dilation,
                "conv1d: x must be [T + (k-1)*dilation, Cin] and out [T, Cout]");
   SLUICE_CHECK(!bias || is_vector(bias, cout), "conv1d: bias must be F32 [Cout]");
+  if (w.dtype == DType::I16) {
+    quantize_rows(pool, x, scratch);
+    run_conv(pool, conv_i16_tile(path),
+             int16_conv_args(scratch, w, cin, taps, dilation, bias, out, float_stride(out), cout, 0), out.rows(), cout);
+    return;
+  }
   const ConvArgs args{.x = Rows<const float>(x)[0], .x_stride = float_stride(x), .step = dilation,
                       .w = Rows<const float>(w)[0], .w_stride = float_stride(w), .cin = cin, .taps = taps,
                       .bias = bias ? Rows<const float>(bias)[0] : nullptr, .y = Rows<float>(out)[0],
                       .y_stride = float_stride(out), .period = cout, .phase_stride = 0};
-  run_conv(pool, path, args, out.rows(), cout);
+  run_conv(pool, conv_tile(path), args, out.rows(), cout);
 }
 
 void depthwise_conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
@@ -173,24 +227,33 @@ void depthwise_conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const 
   });
 }
 
-void conv_transpose1d(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w, const Tensor& bias, int stride,
-                      const Tensor& out) {
-  SLUICE_CHECK(x.dtype == DType::F32 && w.dtype == DType::F32 && out.dtype == DType::F32 &&
+void conv_transpose1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, const Tensor& x, const Tensor& w,
+                      const Tensor& bias, int stride, const Tensor& out) {
+  SLUICE_CHECK(x.dtype == DType::F32 && (w.dtype == DType::F32 || w.dtype == DType::I16) && out.dtype == DType::F32 &&
                    x.ndim == 2 && w.ndim == 2 && out.ndim == 2,
-               "conv_transpose1d: x, w, out must be 2-D F32");
+               "conv_transpose1d: x, out must be 2-D F32, w 2-D F32 or I16");
   const int64_t cin = x.cols(), cout = out.cols();
-  SLUICE_CHECK(stride >= 1 && w.dim(0) == stride * cout && w.cols() % cin == 0,
-               "conv_transpose1d: w must be [stride*Cout, m*Cin]");
-  const int64_t taps = w.cols() / cin;
+  SLUICE_CHECK(stride >= 1 && w.dim(0) == stride * cout, "conv_transpose1d: w must have stride*Cout rows");
+  const int64_t taps = w.dtype == DType::I16
+                           ? int16_conv_taps(w, cin, "conv_transpose1d: I16 w must be [stride*Cout, m*padded(Cin) + 2]")
+                           : w.cols() / cin;
+  SLUICE_CHECK(w.dtype == DType::I16 || w.cols() % cin == 0, "conv_transpose1d: w must be [stride*Cout, m*Cin]");
   SLUICE_CHECK(out.rows() % stride == 0 && x.rows() == out.rows() / stride + taps - 1,
                "conv_transpose1d: x must be [T + m - 1, Cin] and out [T*stride, Cout]");
   SLUICE_CHECK(!bias || is_vector(bias, cout), "conv_transpose1d: bias must be F32 [Cout]");
   // Output row t*s + r, channel o is column r*Cout + o of a conv with s*Cout columns.
+  if (w.dtype == DType::I16) {
+    quantize_rows(pool, x, scratch);
+    run_conv(pool, conv_i16_tile(path),
+             int16_conv_args(scratch, w, cin, taps, 1, bias, out, stride * float_stride(out), cout, float_stride(out)),
+             out.rows() / stride, stride * cout);
+    return;
+  }
   const ConvArgs args{.x = Rows<const float>(x)[0], .x_stride = float_stride(x), .step = 1,
                       .w = Rows<const float>(w)[0], .w_stride = float_stride(w), .cin = cin, .taps = taps,
                       .bias = bias ? Rows<const float>(bias)[0] : nullptr, .y = Rows<float>(out)[0],
                       .y_stride = stride * float_stride(out), .period = cout, .phase_stride = float_stride(out)};
-  run_conv(pool, path, args, out.rows() / stride, stride * cout);
+  run_conv(pool, conv_tile(path), args, out.rows() / stride, stride * cout);
 }
 
 ConvTile conv_tile(KernelPath path) {
@@ -201,6 +264,15 @@ ConvTile conv_tile(KernelPath path) {
 #endif
   (void)path;
   return scalar_conv_tile();
+}
+
+ConvI16Tile conv_i16_tile(KernelPath path) {
+#if defined(SLUICE_X86_KERNELS)
+  if (path == KernelPath::f32) path = runnable_kernel_paths().back();
+  if (path != KernelPath::scalar) return avx2_conv_i16_tile();
+#endif
+  (void)path;
+  return scalar_conv_i16_tile();
 }
 
 }  // namespace sluice::backends::cpu

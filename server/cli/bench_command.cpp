@@ -539,6 +539,8 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("--tts-frames", o.tts_frames, "Frames (80 ms each) of the timed utterance")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--tts-chunk-frames", o.tts_chunk_frames, "Frames decoded to audio at once after the first")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--codec-precision", o.codec_precision, "Speech codec decoder convolutions: f32 or int16 (CPU)")
+      ->capture_default_str()->check(CLI::IsMember({"f32", "int16"}));
   app.add_option("--tts-text-tokens", o.tts_text_tokens, "Text tokens of a random-weight speech prompt")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--tts-streams", o.tts_streams,

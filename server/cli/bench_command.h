@@ -42,6 +42,7 @@ struct BenchOptions {
   std::string tts_kind = "custom_voice";  // custom_voice | voice_design (presets)
   int tts_frames = 50;                    // frames of the timed utterance
   int tts_chunk_frames = 4;               // frames per codec call after the first
+  std::string codec_precision = "f32";    // the codec decoder's convolutions: f32 | int16
   std::vector<int> tts_streams;           // concurrent utterances through a SpeechEngine (empty: none)
   int tts_text_tokens = 32;               // text tokens of a random-weight prompt
 };

@@ -62,7 +62,9 @@ Loaded load(const BenchOptions& o, backends::Backend& backend) {
     codec_config = tts::codec_config_preset();
     out.what = "random weights, Qwen3-TTS-12Hz-" + o.tts + " " + o.tts_kind + " shapes";
   }
-  out.codec = std::make_unique<tts::CodecDecoder>(tts::CodecDecoder::load(*out.codec_tensors, codec_config, backend));
+  out.codec = std::make_unique<tts::CodecDecoder>(
+      tts::CodecDecoder::load(*out.codec_tensors, codec_config, backend, tts::CodecDecoder::kDefaultMaxChunkFrames,
+                              tts::parse_codec_precision(o.codec_precision)));
   out.codec_config = codec_config;
   return out;
 }
@@ -102,8 +104,8 @@ int run_tts_bench(const BenchOptions& o) {
 
     const double frames = std::max<double>(1.0, static_cast<double>(s.frames));
     std::printf("speech    %s\n", loaded.what.c_str());
-    std::printf("          backend %s (%s), quantize %s, loaded in %.1f s\n", backend->name().c_str(),
-                backend->kernel_path().c_str(), o.quantize.c_str(), load_s);
+    std::printf("          backend %s (%s), quantize %s, codec %s, loaded in %.1f s\n", backend->name().c_str(),
+                backend->kernel_path().c_str(), o.quantize.c_str(), o.codec_precision.c_str(), load_s);
     std::printf("          one utterance, %lld frames (%.2f s of audio), streamed: the first frame alone, then %d at a time\n",
                 static_cast<long long>(s.frames), s.audio_seconds, o.tts_chunk_frames);
     std::printf("  %-22s %10.1f ms/frame (prompt prefill included)\n", "talker", s.talker_ms / frames);
@@ -117,13 +119,15 @@ int run_tts_bench(const BenchOptions& o) {
     if (!o.tts_streams.empty()) {
       // The server's layout: the codec on a backend of its own, beside the talker's.
       auto codec_backend = backends::make_backend(backends::resolve_backend(o.backend), o.threads);
-      tts::CodecDecoder codec = tts::CodecDecoder::load(*loaded.codec_tensors, loaded.codec_config, *codec_backend);
+      tts::CodecDecoder codec =
+          tts::CodecDecoder::load(*loaded.codec_tensors, loaded.codec_config, *codec_backend,
+                                  tts::CodecDecoder::kDefaultMaxChunkFrames, tts::parse_codec_precision(o.codec_precision));
       streams = run_tts_streams(o, *loaded.model, codec);
     }
     if (!o.json_path.empty()) {
       nlohmann::ordered_json report = {
           {"model", loaded.what}, {"backend", backend->name()}, {"kernel_path", backend->kernel_path()},
-          {"quantize", o.quantize}, {"chunk_frames", o.tts_chunk_frames}, {"frames", s.frames}, {"audio_seconds", s.audio_seconds},
+          {"quantize", o.quantize}, {"codec_precision", o.codec_precision}, {"chunk_frames", o.tts_chunk_frames}, {"frames", s.frames}, {"audio_seconds", s.audio_seconds},
           {"talker_ms_per_frame", s.talker_ms / frames}, {"predictor_ms_per_frame", s.predictor_ms / frames},
           {"decoder_ms_per_frame", s.decoder_ms / frames}, {"first_audio_ms", s.first_audio_ms},
           {"real_time_factor", s.real_time_factor()}};

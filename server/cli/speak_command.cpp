@@ -37,6 +37,9 @@ void add_speak_options(CLI::App& app, SpeakOptions& o) {
   app.add_option("--backend", o.backend, "auto, cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--quantize", o.quantize, "Quantize the talker and code predictor at load: none, q8_0 or q4_0")
       ->capture_default_str()->check(CLI::IsMember({"none", "q8_0", "q4_0"}));
+  app.add_option("--codec-precision", o.codec_precision,
+                 "Codec decoder convolutions: f32 (reference) or int16 (faster on the CPU)")
+      ->capture_default_str()->check(CLI::IsMember({"f32", "int16"}));
   app.add_option("--threads", o.threads, "CPU compute threads; 0 is one per core")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_flag("--stats", o.stats, "Print frames, per-stage times, first audio and the real-time factor to stderr");
 }
@@ -50,7 +53,8 @@ int run_speak(const SpeakOptions& o) {
     const std::filesystem::path codec_dir = dir / "speech_tokenizer";
     const auto codec_tensors = loader::open_tensor_set(codec_dir);
     tts::CodecDecoder codec =
-        tts::CodecDecoder::load(*codec_tensors, tts::read_codec_config(codec_dir / "config.json"), *backend);
+        tts::CodecDecoder::load(*codec_tensors, tts::read_codec_config(codec_dir / "config.json"), *backend,
+                                tts::CodecDecoder::kDefaultMaxChunkFrames, tts::parse_codec_precision(o.codec_precision));
     tts::TtsGenerator generator(*model, tts::TtsGeneratorOptions{.max_sequences = 1});
 
     tts::TtsRequest request;

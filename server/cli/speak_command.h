@@ -28,6 +28,7 @@ struct SpeakOptions {
   int threads = 0;
   std::string backend = "auto";
   std::string quantize = "none";  // none | q8_0 | q4_0: talker and code predictor matrices
+  std::string codec_precision = "f32";  // f32 | int16: the codec decoder's convolutions
   bool stats = false;
 };
 

@@ -43,7 +43,8 @@ std::unique_ptr<SpeechService> SpeechService::load(const server::LoadedModel& lo
   const std::filesystem::path codec_dir = dir / "speech_tokenizer";
   service->codec_tensors_ = loader::open_tensor_set(codec_dir);
   service->codec_ = std::make_unique<tts::CodecDecoder>(tts::CodecDecoder::load(
-      *service->codec_tensors_, tts::read_codec_config(codec_dir / "config.json"), *service->codec_backend_));
+      *service->codec_tensors_, tts::read_codec_config(codec_dir / "config.json"), *service->codec_backend_,
+      tts::CodecDecoder::kDefaultMaxChunkFrames, tts::parse_codec_precision(entry.codec_precision)));
 
   std::vector<std::string> speakers;
   for (const auto& [name, id] : service->model_->config().speakers) speakers.push_back(name);

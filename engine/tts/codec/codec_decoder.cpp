@@ -143,9 +143,9 @@ CodecDecoder::CodecDecoder(CodecDecoder&&) noexcept = default;
 CodecDecoder::~CodecDecoder() = default;
 
 CodecDecoder CodecDecoder::load(const loader::TensorSet& set, const CodecConfig& config, backends::Backend& backend,
-                                int64_t max_chunk_frames) {
+                                int64_t max_chunk_frames, CodecPrecision precision) {
   if (max_chunk_frames < 1) throw std::invalid_argument("codec decoder: max_chunk_frames must be positive");
-  return CodecDecoder(config, backend, load_codec_weights(set, config, backend), max_chunk_frames);
+  return CodecDecoder(config, backend, load_codec_weights(set, config, backend, precision), max_chunk_frames);
 }
 
 CodecStream CodecDecoder::start() { return CodecStream(*this); }

@@ -73,8 +73,10 @@ class CodecDecoder {
 
   // Loads and prepares the weights (codec_weights.h) and allocates the scratch.
   // Throws loader::LoadError naming the file and tensor for a bad checkpoint.
+  // precision int16 throws std::invalid_argument on a backend without int16 convs.
   static CodecDecoder load(const loader::TensorSet& set, const CodecConfig& config, backends::Backend& backend,
-                           int64_t max_chunk_frames = kDefaultMaxChunkFrames);
+                           int64_t max_chunk_frames = kDefaultMaxChunkFrames,
+                           CodecPrecision precision = CodecPrecision::f32);
 
   CodecDecoder(CodecDecoder&&) noexcept;
   ~CodecDecoder();

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstring>
 #include <span>
+#include <stdexcept>
 #include <string>
 
+#include "backends/conv_int16.h"
 #include "engine/loader/load_stop.h"
 
 namespace sluice::engine::tts {
@@ -20,8 +22,8 @@ std::span<const std::byte> bytes_of(const std::vector<float>& v) {
 // Reads tensors from the set, reshapes them on the host and uploads the result.
 class Loader {
  public:
-  Loader(const loader::TensorSet& set, backends::Backend& backend, CodecWeights& out)
-      : set_(set), backend_(backend), out_(out) {}
+  Loader(const loader::TensorSet& set, backends::Backend& backend, CodecPrecision precision, CodecWeights& out)
+      : set_(set), backend_(backend), precision_(precision), out_(out) {}
 
   std::vector<float> read(const std::string& name, std::initializer_list<int64_t> shape) const {
     loader::check_load_stop();  // a shutdown need not wait for the rest of the codec
@@ -32,6 +34,17 @@ class Loader {
     auto& buffer = out_.buffers.emplace_back(backend_.allocate(values.size() * sizeof(float)));
     const Tensor t = Tensor::make(buffer.get(), 0, DType::F32, shape);
     backend_.upload(t, bytes_of(values));
+    return t;
+  }
+
+  // A conv weight in backend.h's tap-major layout [rows, taps * cin], as F32 or
+  // quantized to conv_int16.h's I16 rows.
+  Tensor conv_weight(const std::vector<float>& packed, int64_t rows, int64_t taps, int64_t cin) {
+    if (precision_ == CodecPrecision::f32) return upload(packed, {rows, taps * cin});
+    const std::vector<int16_t> q = backends::pack_int16_conv_weights(packed, rows, taps, cin);
+    auto& buffer = out_.buffers.emplace_back(backend_.allocate(q.size() * sizeof(int16_t)));
+    const Tensor t = Tensor::make(buffer.get(), 0, DType::I16, {rows, static_cast<int64_t>(q.size()) / rows});
+    backend_.upload(t, std::as_bytes(std::span<const int16_t>(q)));
     return t;
   }
 
@@ -46,7 +59,7 @@ class Loader {
       for (int64_t c = 0; c < cin; ++c)
         for (int64_t j = 0; j < taps; ++j) packed[(o * taps + j) * cin + c] = w[(o * cin + c) * taps + j];
     ConvWeights out;
-    out.w = upload(packed, {cout, taps * cin});
+    out.w = conv_weight(packed, cout, taps, cin);
     out.bias = plain(prefix + ".bias", {cout});
     out.taps = taps;
     out.dilation = dilation;
@@ -66,7 +79,7 @@ class Loader {
           for (int64_t c = 0; c < cin; ++c)
             packed[((r * cout + o) * m + q) * cin + c] = w[(c * cout + o) * kernel + r + (m - 1 - q) * stride];
     UpConvWeights out;
-    out.w = upload(packed, {stride * cout, m * cin});
+    out.w = conv_weight(packed, stride * cout, m, cin);
     out.bias = plain(prefix + ".bias", {cout});
     out.stride = static_cast<int>(stride);
     out.taps = m;
@@ -91,6 +104,7 @@ class Loader {
 
   const loader::TensorSet& set_;
   backends::Backend& backend_;
+  CodecPrecision precision_;
   CodecWeights& out_;
 };
 
@@ -112,7 +126,7 @@ Tensor load_codebooks(Loader& ld, const CodecConfig& c) {
   // The raw tables and projections are needed only for the product: they live in
   // `scratch`, freed on return.
   CodecWeights scratch;
-  Loader temp(ld.set_, ld.backend_, scratch);
+  Loader temp(ld.set_, ld.backend_, CodecPrecision::f32, scratch);
   const Tensor raw = temp.upload(tables, {q * size, tdim});
   const Tensor first = temp.plain("decoder.quantizer.rvq_first.output_proj.weight", {c.codebook_dim, tdim, 1})
                            .reshape({c.codebook_dim, tdim});
@@ -200,10 +214,19 @@ void load_vocoder(Loader& ld, const CodecConfig& c, CodecWeights& w) {
 
 }  // namespace
 
+CodecPrecision parse_codec_precision(std::string_view name) {
+  if (name == "f32") return CodecPrecision::f32;
+  if (name == "int16") return CodecPrecision::int16;
+  throw std::invalid_argument("codec precision '" + std::string(name) + "' is not f32 or int16");
+}
+
 CodecWeights load_codec_weights(const loader::TensorSet& set, const CodecConfig& config,
-                                backends::Backend& backend) {
+                                backends::Backend& backend, CodecPrecision precision) {
+  if (precision == CodecPrecision::int16 && backend.device() != backends::DeviceKind::cpu)
+    throw std::invalid_argument("codec precision int16: the " + backend.name() +
+                                " backend has no int16 convolutions (use f32)");
   CodecWeights w;
-  Loader ld(set, backend, w);
+  Loader ld(set, backend, precision, w);
   w.codebooks = load_codebooks(ld, config);
   w.pre_conv = ld.conv("decoder.pre_conv.conv", config.latent_dim, config.codebook_dim, 3, 1);
   load_transformer(ld, config, w);

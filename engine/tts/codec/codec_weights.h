@@ -7,11 +7,13 @@
 //     multiplied by its output_proj (rvq_first for codebook 0, rvq_rest for the
 //     others) on the backend, so decoding a frame is 16 row gathers and a sum.
 //   - Convolutions to the tap-major layouts of backend.h (conv1d [Cout, k*Cin],
-//     depthwise [C, k], transposed [s*Cout, m*Cin] with its documented repack).
+//     depthwise [C, k], transposed [s*Cout, m*Cin] with its documented repack),
+//     conv1d's and transposed ones then quantized to int16 when asked for.
 //   - LayerScale folded into o_proj / down_proj rows, ConvNeXt gamma into pwconv2's
 //     rows and bias, SnakeBeta alpha -> exp(alpha), beta -> 1 / (exp(beta) + 1e-9).
 // Immutable after load; used by the thread that decodes.
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "backends/backend.h"
@@ -84,9 +86,17 @@ struct CodecWeights {
   std::vector<std::unique_ptr<backends::Buffer>> buffers;  // owning the device side
 };
 
+// The convolutions' weights: F32 (the reference numerics), or int16 on the CPU
+// backend (backends/conv_int16.h: ~1.5x the F32 convs' speed on AVX2, the
+// waveform within the SNR that tests/unit/engine/tts/test_codec_int16.cpp states).
+enum class CodecPrecision { f32, int16 };
+
+// "f32" or "int16"; throws std::invalid_argument naming the value otherwise.
+CodecPrecision parse_codec_precision(std::string_view name);
+
 // Throws loader::LoadError naming the file and the tensor that is missing or has
-// another shape.
+// another shape, std::invalid_argument for int16 on a backend without it.
 CodecWeights load_codec_weights(const loader::TensorSet& set, const CodecConfig& config,
-                                backends::Backend& backend);
+                                backends::Backend& backend, CodecPrecision precision = CodecPrecision::f32);
 
 }  // namespace sluice::engine::tts

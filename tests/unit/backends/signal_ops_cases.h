@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/conv_int16.h"
 #include "tests/unit/backends/backend_test_util.h"
 
 namespace sluice::backends::test {
@@ -43,6 +44,7 @@ struct SignalCase {
   int64_t taps = 1;   // k of conv1d / depthwise, m = K / stride of conv_transpose1d
   int param = 1;      // dilation of conv1d, stride of conv_transpose1d
   bool has_bias = false;
+  bool int16 = false;  // conv1d / conv_transpose1d: w uploaded in backends/conv_int16.h's I16 form
   std::vector<float> w, bias, alpha, inv_beta;
 
   bool is_elementwise() const { return kind <= SignalKind::snake; }
@@ -140,8 +142,15 @@ inline std::vector<float> run_signal(Backend& backend, const SignalCase& c, cons
     const int64_t w_rows = c.kind == SignalKind::depthwise        ? c.cin
                            : c.kind == SignalKind::conv_transpose ? c.param * c.cout
                                                                   : c.cout;
-    w = BackendTensor(backend, DType::F32, {w_rows, static_cast<int64_t>(c.w.size()) / w_rows});
-    w.upload(c.w);
+    if (c.int16) {
+      const int64_t taps = static_cast<int64_t>(c.w.size()) / w_rows / c.cin;
+      const std::vector<int16_t> packed = pack_int16_conv_weights(c.w, w_rows, taps, c.cin);
+      w = BackendTensor(backend, DType::I16, {w_rows, static_cast<int64_t>(packed.size()) / w_rows});
+      w.upload(packed);
+    } else {
+      w = BackendTensor(backend, DType::F32, {w_rows, static_cast<int64_t>(c.w.size()) / w_rows});
+      w.upload(c.w);
+    }
   }
   if (c.has_bias) {
     bias = BackendTensor(backend, DType::F32, {c.out_cols()});

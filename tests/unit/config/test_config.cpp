@@ -338,6 +338,13 @@ TEST_CASE("config: models") {
     TempFile bad_pooling(R"({ "models": [{"path": "a.gguf", "pooling": "cls"}] })");
     CHECK(contains(error_of({"--config", bad_pooling.path()}),
                    "config: models[0].pooling: must be one of auto, last, mean"));
+    TempFile codec(R"({ "models": [{"path": "tts", "codec_precision": "int16"}, {"path": "b.gguf"}] })");
+    const Config coded = load({"--config", codec.path()});
+    CHECK(coded.models[0].codec_precision == "int16");
+    CHECK(coded.models[1].codec_precision == "f32");
+    TempFile bad_codec(R"({ "models": [{"path": "tts", "codec_precision": "bf16"}] })");
+    CHECK(contains(error_of({"--config", bad_codec.path()}),
+                   "config: models[0].codec_precision: must be one of f32, int16"));
     TempFile no_path(R"({ "models": [{"name": "a"}] })");
     CHECK(contains(error_of({"--config", no_path.path()}), "config: models[0].path: is required"));
     TempFile full(

@@ -1,6 +1,8 @@
 // Decode speed of the codec decoder on the CPU (2 threads): ms per frame streaming
-// frame by frame and in 50-frame pieces, on the tiny fixture and on random weights
-// at the real 12 Hz shapes. A benchmark, not a test: skipped unless asked for,
+// frame by frame, in 4-frame pieces (the server's chunks) and in 50-frame pieces, on
+// the tiny fixture and on random weights at the real 12 Hz shapes, with F32 and
+// int16 convolutions side by side (twice each, alternating, for a noisy machine).
+// A benchmark, not a test: skipped unless asked for,
 //   ./build/tests/sluice_unit_tests -tc='codec bench*' --no-skip
 #include <doctest/doctest.h>
 
@@ -29,7 +31,8 @@ void report(const char* what, CodecDecoder& decoder, int64_t frames) {
   // Warm up (first touches of the scratch and the weights) on a few frames.
   ms_per_frame(decoder, std::vector<int32_t>(codes.begin(), codes.begin() + 4 * decoder.config().num_quantizers), 4);
   MESSAGE(std::string(what) << ": " << ms_per_frame(decoder, codes, 1) << " ms/frame frame by frame, "
-               << ms_per_frame(decoder, codes, 50) << " ms/frame in 50-frame pieces (" << frames << " frames)");
+               << ms_per_frame(decoder, codes, 4) << " in 4-frame pieces, " << ms_per_frame(decoder, codes, 50)
+               << " in 50-frame pieces (" << frames << " frames)");
 }
 
 }  // namespace
@@ -44,7 +47,12 @@ TEST_CASE("codec bench: ms per frame on the CPU" * doctest::skip()) {
   }
   auto set = loader::make_random_tensor_set("codec-12hz", backends::DType::F32, 11);
   CodecDecoder real = CodecDecoder::load(*set, codec_config_preset(), *backend);
-  report("real shapes, random weights", real, 50);
+  CodecDecoder real16 = CodecDecoder::load(*set, codec_config_preset(), *backend, CodecDecoder::kDefaultMaxChunkFrames,
+                                           CodecPrecision::int16);
+  for (int round = 0; round < 2; ++round) {
+    report("real shapes, random weights, f32", real, 50);
+    report("real shapes, random weights, int16", real16, 50);
+  }
 }
 
 }  // namespace sluice::engine::tts
