@@ -1,32 +1,55 @@
 #include "server/metrics/speculative_metrics.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 namespace sluice::server {
 namespace {
 
-prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& registry, const std::string& name,
+// A family is shared by every model on a registry and leaves the registry with its
+// last model, so that an unloaded model leaves no empty family behind (a scrape
+// would still show its HELP and TYPE). Construction and destruction only.
+std::mutex& families_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::pair<prometheus::Registry*, std::string>, int>& family_users() {
+  static std::map<std::pair<prometheus::Registry*, std::string>, int> m;
+  return m;
+}
+
+prometheus::Family<prometheus::Counter>& acquire(prometheus::Registry& registry, const std::string& name,
                                                   const char* help) {
+  std::lock_guard lock(families_mutex());
+  ++family_users()[{&registry, name}];
   return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+void release(prometheus::Registry& registry, prometheus::Family<prometheus::Counter>& family) {
+  std::lock_guard lock(families_mutex());
+  const auto it = family_users().find({&registry, family.GetName()});
+  if (it == family_users().end() || --it->second > 0) return;
+  family_users().erase(it);
+  registry.Remove(family);
 }
 
 }  // namespace
 
 SpeculativeMetrics::SpeculativeMetrics(prometheus::Registry& registry, std::string model_name, bool with_vllm_names)
-    : model_name_(std::move(model_name)) {
+    : registry_(registry), model_name_(std::move(model_name)) {
   std::vector<std::string> prefixes = {"sluice_"};
   if (with_vllm_names) prefixes.emplace_back("vllm:");
   const prometheus::Labels labels = {{"model_name", model_name_}};
   for (const std::string& prefix : prefixes) {
     Naming n{};
-    n.drafts_family = &counter(registry, prefix + "spec_decode_num_drafts_total",
+    n.drafts_family = &acquire(registry, prefix + "spec_decode_num_drafts_total",
                                "Speculative decoding: sequences whose drafts a step verified");
-    n.draft_tokens_family = &counter(registry, prefix + "spec_decode_num_draft_tokens_total",
+    n.draft_tokens_family = &acquire(registry, prefix + "spec_decode_num_draft_tokens_total",
                                      "Speculative decoding: drafted tokens verified");
-    n.accepted_family = &counter(registry, prefix + "spec_decode_num_accepted_tokens_total",
+    n.accepted_family = &acquire(registry, prefix + "spec_decode_num_accepted_tokens_total",
                                  "Speculative decoding: drafted tokens the model accepted");
-    n.per_pos_family = &counter(registry, prefix + "spec_decode_num_accepted_tokens_per_pos_total",
+    n.per_pos_family = &acquire(registry, prefix + "spec_decode_num_accepted_tokens_per_pos_total",
                                 "Speculative decoding: drafted tokens accepted, by position in the draft");
     n.drafts = &n.drafts_family->Add(labels);
     n.draft_tokens = &n.draft_tokens_family->Add(labels);
@@ -41,6 +64,8 @@ SpeculativeMetrics::~SpeculativeMetrics() {
     n.draft_tokens_family->Remove(n.draft_tokens);
     n.accepted_family->Remove(n.accepted);
     for (prometheus::Counter* c : n.per_pos) n.per_pos_family->Remove(c);
+    for (auto* family : {n.drafts_family, n.draft_tokens_family, n.accepted_family, n.per_pos_family})
+      release(registry_, *family);
   }
 }
 

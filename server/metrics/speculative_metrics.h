@@ -6,7 +6,8 @@
 //   sluice_spec_decode_num_accepted_tokens_total        of those, accepted by the model
 //   sluice_spec_decode_num_accepted_tokens_per_pos_total{position}  accepted at draft position i
 // Acceptance rate = accepted / draft tokens; mean accepted length = 1 + accepted / drafts.
-// The series exist from the start (zero while speculation is off or idle).
+// The series exist from the start (zero while speculation is off or idle). The
+// registry must outlive it.
 // refresh() runs on HTTP threads, any number at once (guarded inside).
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -43,6 +44,7 @@ class SpeculativeMetrics {
     std::vector<prometheus::Counter*> per_pos;  // added as positions appear
   };
 
+  prometheus::Registry& registry_;
   std::string model_name_;
   std::vector<Naming> namings_;  // [0]: sluice's; [1]: vLLM's, when asked
   std::mutex mutex_;
