@@ -41,6 +41,10 @@ struct Engine::ChoiceState {
   // Drafted tokens to propose next (engine_speculation.cpp: grows while drafts are
   // accepted whole, falls back after a rejection). 0: not set yet (the config's k).
   int32_t draft_length = 0;
+  // Steps to decode without drafts after drafts found nothing accepted; doubles with
+  // each such miss in a row (a verifying step costs more than a plain one).
+  int32_t draft_pause = 0;
+  int32_t num_draft_misses = 0;
   bool finished = false;
   ChoiceDelta pending;  // output of this step, pushed by flush_deltas()
   bool has_pending = false;

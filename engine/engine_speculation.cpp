@@ -43,7 +43,11 @@ void Engine::propose_drafts() {
     // it accepts and one token more), nor past the context.
     const int64_t room = std::min(seq->max_output_tokens(max_model_len_) - seq->num_output_tokens(),
                                   max_model_len_ - seq->num_tokens()) - 1;
-    const ChoiceState& choice = *find(seq)->choices[static_cast<size_t>(seq->choice_index())];
+    ChoiceState& choice = *find(seq)->choices[static_cast<size_t>(seq->choice_index())];
+    if (choice.draft_pause > 0) {
+      --choice.draft_pause;
+      continue;
+    }
     const int32_t length = choice.draft_length > 0 ? choice.draft_length : spec.num_speculative_tokens;
     const auto max_tokens = static_cast<int32_t>(std::min<int64_t>(length, room));
     if (max_tokens <= 0) continue;
@@ -107,7 +111,7 @@ void Engine::sample_row(size_t row, size_t sampler_index, std::span<const float>
 // rows are nearly free (the weights are read once for all of them), but drafts that
 // keep failing are not. So a rejection shortens the next draft to what was accepted
 // plus one (one token: a cheap probe), and a draft accepted whole lengthens the next
-// by one, up to k.
+// by one, up to k; a draft with nothing accepted pauses drafting (see below).
 void Engine::learn_from_verification(ChoiceState* choice, size_t num_drafts, size_t num_emitted) {
   if (num_drafts == 0) return;
   const size_t num_accepted = num_emitted - 1;  // the last token is the target's own
@@ -115,6 +119,10 @@ void Engine::learn_from_verification(ChoiceState* choice, size_t num_drafts, siz
     const int32_t k = config_.speculative.num_speculative_tokens;
     choice->draft_length = num_accepted == num_drafts ? std::min<int32_t>(k, static_cast<int32_t>(num_drafts) + 1)
                                                       : static_cast<int32_t>(num_accepted) + 1;
+    // Nothing accepted: text that does not repeat itself here. Decode plainly for
+    // 1, 2, 4 ... 32 steps before drafting again.
+    choice->num_draft_misses = num_accepted == 0 ? std::min(choice->num_draft_misses + 1, 6) : 0;
+    choice->draft_pause = num_accepted == 0 ? (1 << (choice->num_draft_misses - 1)) : 0;
   }
   ++speculation_stats_.num_drafts;
   speculation_stats_.num_draft_tokens += num_drafts;
