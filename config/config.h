@@ -18,6 +18,17 @@ struct GenerationConfig {
   std::optional<int64_t> top_k, max_tokens;
 };
 
+// Speculative decoding of one model (vLLM's speculative_config, its field names):
+// drafts of num_speculative_tokens tokens verified in one step of the model.
+struct SpeculativeModelConfig {
+  std::string method = "none";         // none | ngram (prompt lookup: no draft model)
+  int64_t num_speculative_tokens = 4;  // drafted tokens per step, 1..16
+  int64_t prompt_lookup_min = 2;       // ngram: shortest suffix searched for, 1..prompt_lookup_max
+  int64_t prompt_lookup_max = 4;       // ngram: longest, up to 32
+  // Off in a step with more decoding sequences than this, 1..4096.
+  int64_t disable_by_batch_size = 4;
+};
+
 // One model the daemon serves.
 struct ModelConfig {
   std::string path;              // GGUF file, or a model folder (safetensors)
@@ -43,6 +54,7 @@ struct ModelConfig {
   // `<arch>.pooling_type` when present (mean or last), else last (decoder LLMs, as
   // vLLM) | last | mean. Always L2-normalized.
   std::string pooling = "auto";
+  SpeculativeModelConfig speculative;  // off by default
 };
 
 // KV-cache events in vLLM's format (its --kv-events-config, same keys): the block
@@ -105,6 +117,9 @@ struct Config {
   int block_size = 16;                     // tokens per KV block
   int max_num_seqs = 64;                   // sequences running at once
   int max_num_batched_tokens = 2048;       // tokens per engine step
+  // Prompt tokens one step takes while sequences decode in it (0: max_num_batched_tokens):
+  // bounds the inter-token latency of streams while long prompts arrive.
+  int max_prefill_tokens_while_decoding = 256;
   int max_waiting = 256;                   // queued sequences beyond which requests get 429
   int max_waiting_per_request = 0;         // sequences one request may queue; 0: a quarter of max_waiting
   bool enable_prefix_caching = true;

@@ -13,6 +13,7 @@
 
 #include "config/generation_option.h"
 #include "config/option_table.h"
+#include "config/speculative_option.h"
 
 namespace sluice::config::detail {
 namespace {
@@ -127,7 +128,8 @@ std::map<std::string, std::string> parse_voices(const json& value, const std::st
 const std::vector<std::string>& entry_fields() {
   static const std::vector<std::string> fields = {
       "path",   "name",          "backend",          "context_length",  "quantize",
-      "generation", "voices", "chat_template", "tool_call_parser", "reasoning_parser", "pooling", "codec_precision"};
+      "generation", "voices", "chat_template", "tool_call_parser", "reasoning_parser", "pooling",
+      "codec_precision", "speculative"};
   return fields;
 }
 
@@ -154,6 +156,10 @@ ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_v
     }
     if (field == "voices") {
       model.voices = parse_voices(value, key, origin);
+      continue;
+    }
+    if (field == "speculative") {
+      model.speculative = parse_speculative_config(value, key, origin);
       continue;
     }
     std::string* target = field == "path"      ? &model.path
@@ -232,7 +238,12 @@ OptionSpec models_option() {
              (model.tool_call_parser == "auto" ? "" : ", tool_call_parser " + model.tool_call_parser) +
              (model.reasoning_parser == "auto" ? "" : ", reasoning_parser " + model.reasoning_parser) +
              (model.pooling == "auto" ? "" : ", pooling " + model.pooling) +
-             (model.codec_precision == "f32" ? "" : ", codec_precision " + model.codec_precision) + ")";
+             (model.codec_precision == "f32" ? "" : ", codec_precision " + model.codec_precision) +
+             (model.speculative.method == "none"
+                  ? ""
+                  : ", speculative " + model.speculative.method + " k=" +
+                        std::to_string(model.speculative.num_speculative_tokens)) +
+             ")";
     }
     return out;
   };

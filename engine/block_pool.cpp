@@ -134,6 +134,19 @@ void BlockPool::free(Sequence& seq) {
   seq.set_num_computed_tokens(0);
 }
 
+void BlockPool::free_tail(Sequence& seq, int64_t num_tokens) {
+  auto& table = seq.mutable_block_table();
+  const auto keep = static_cast<size_t>(num_blocks_for(num_tokens));
+  SLUICE_CHECK(keep >= seq.block_keys().size(), "free_tail would drop a cached block");
+  while (table.size() > keep) {
+    Block& block = blocks_[table.back()];
+    SLUICE_CHECK(block.ref_count == 1 && block.cache_id == 0, "a draft block is shared or cached");
+    block.ref_count = 0;
+    push_front(table.back());  // never held a cached prefix: reused first
+    table.pop_back();
+  }
+}
+
 void BlockPool::cache_full_blocks(Sequence& seq) {
   if (!config_.enable_prefix_caching) return;
   const auto tokens = seq.tokens();

@@ -74,6 +74,11 @@ class BlockPool {
   // sets num_computed_tokens to 0. Cached blocks stay findable until evicted.
   void free(Sequence& seq);
 
+  // Drops seq's blocks past the ones that hold its first num_tokens slots (the
+  // slots of rejected speculative drafts). They must not be cached: only blocks
+  // wholly inside num_computed_tokens ever are.
+  void free_tail(Sequence& seq, int64_t num_tokens);
+
   // Enters seq's newly full, computed blocks into the prefix cache.
   void cache_full_blocks(Sequence& seq);
 

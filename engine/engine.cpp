@@ -85,6 +85,7 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   sc.max_num_seqs = config_.max_num_seqs;
   sc.max_waiting = std::numeric_limits<int32_t>::max() / 2;  // submit() enforces max_waiting
   sc.long_prefill_token_threshold = config_.long_prefill_token_threshold;
+  sc.max_prefill_tokens_while_decoding = config_.max_prefill_tokens_while_decoding;
   sc.max_model_len = max_model_len_;
   sc.kv = BlockPoolConfig{.num_blocks = num_blocks_, .block_size = config_.block_size,
                           .enable_prefix_caching = config_.enable_prefix_caching};
@@ -95,6 +96,18 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   for (int i = 0; i < num_samplers; ++i)
     samplers_.push_back(std::make_unique<Sampler>(static_cast<int32_t>(hp.vocab_size)));
   masks_.resize(samplers_.size());
+  histories_.resize(samplers_.size());
+  const SpeculativeConfig& spec = config_.speculative;
+  if (spec.enabled()) {
+    if (spec.prompt_lookup_min < 1 || spec.prompt_lookup_max < spec.prompt_lookup_min)
+      throw std::invalid_argument("speculative: need 1 <= prompt_lookup_min <= prompt_lookup_max");
+    drafter_ = make_drafter(spec);
+    speculation_stats_.num_accepted_tokens_per_pos.assign(static_cast<size_t>(spec.num_speculative_tokens), 0);
+    spdlog::info("engine {}: speculative decoding: ngram, {} tokens per step (lookup {}..{}), off above {} decoding "
+                 "sequences",
+                 config_.model_name, spec.num_speculative_tokens, spec.prompt_lookup_min, spec.prompt_lookup_max,
+                 spec.disable_by_batch_size);
+  }
 
   spdlog::info("engine {}: KV cache {} blocks x {} tokens = {} tokens, {:.1f} MiB ({} bytes/block, {}), "
                "max_model_len {}, max_num_seqs {}, max_num_batched_tokens {}",
@@ -274,8 +287,10 @@ bool Engine::abort(std::string_view request_id) { return shell_.abort(request_id
 EngineStats Engine::stats() const { return shell_.stats(); }
 
 void Engine::publish_stats(const StepMetrics* step) {
-  shell_.publish(engine_stats(scheduler_->stats(), static_cast<int32_t>(active_.size()), num_blocks_,
-                              config_.block_size, kv_bytes_));
+  EngineStats stats =
+      engine_stats(scheduler_->stats(), static_cast<int32_t>(active_.size()), num_blocks_, config_.block_size, kv_bytes_);
+  stats.speculation = speculation_stats_;
+  shell_.publish(std::move(stats));
   if (step != nullptr && observer_ != nullptr) observer_->on_step(*step);
 }
 
@@ -298,6 +313,7 @@ void Engine::loop_steps() {
       continue;
     }
     shell_.begin_step();
+    if (drafter_) propose_drafts();
     ScheduledStep step = scheduler_->schedule(Clock::now());
     shell_.set_num_waiting(scheduler_->num_waiting());
     for (const SequencePtr& seq : step.finished) {  // aborted or timed out

@@ -39,6 +39,8 @@
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "engine/speculative/drafter.h"
+#include "engine/speculative/speculative_config.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace sluice::grammar {
@@ -59,7 +61,9 @@ struct EngineConfig {
   int32_t max_waiting_per_request = 0;
   int64_t max_model_len = 0;               // 0: the model's trained context length, capped to the KV pool
   int64_t long_prefill_token_threshold = 0;
+  int64_t max_prefill_tokens_while_decoding = 0;  // SchedulerConfig's; 0: max_num_batched_tokens
   bool enable_prefix_caching = true;
+  SpeculativeConfig speculative;           // off unless its method says otherwise
   backends::DType kv_dtype = backends::DType::F16;
   std::optional<std::chrono::milliseconds> default_deadline;  // for requests that set none
   size_t stream_capacity = 4096;           // deltas a stream buffers before the request is aborted
@@ -137,6 +141,12 @@ class Engine {
   void fail_step(const ScheduledStep& step, const std::string& what);
   void die(const std::string& reason, std::vector<InboxItem> queued);
   void sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results);
+  void sample_row(size_t row, size_t sampler_index, std::span<const float> logits, std::span<SampleResult> out);
+  void propose_drafts();  // speculative decoding: the next step's drafts (engine_speculation.cpp)
+  bool may_draft(const SequencePtr& seq);
+  void learn_from_verification(ChoiceState* choice, size_t num_drafts, size_t num_emitted);
+  void emit_tokens(ActiveRequest& request, ChoiceState& choice, std::span<const SampleResult> tokens,
+                   Clock::time_point now);
   void sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results);
   void score_prompts(const ScheduledStep& step, std::span<const float> logits);
   void pool_embeddings(const ScheduledStep& step);
@@ -158,6 +168,7 @@ class Engine {
   void fail_grammar(ActiveRequest& request, ChoiceState& choice, const std::string& what);
   void start_lazy_grammar(ChoiceState& choice, int32_t token);
   bool has_grammar(const ScheduledStep& step);
+  static bool has_drafts(const ScheduledStep& step);
 
   Model& model_;
   const tokenizer::Tokenizer tokenizer_;  // a cheap copy (shared tables)
@@ -175,6 +186,13 @@ class Engine {
   std::vector<grammar::Matcher*> row_matchers_;      // each sampling row's grammar matcher, or null
   std::vector<std::vector<uint64_t>> masks_;         // one token mask buffer per sampler
   std::vector<std::string> row_errors_;              // a row's grammar failure, else empty
+  std::vector<const std::vector<int32_t>*> row_drafts_;  // each sampling row's drafts (often none)
+  std::vector<size_t> row_results_;                  // each sampling row's first result
+  std::vector<size_t> row_num_emitted_;              // ... and how many tokens it emits (1 + accepted drafts)
+  std::vector<std::vector<int32_t>> histories_;      // per sampler: output + drafts, for the penalties
+  std::unique_ptr<Drafter> drafter_;                 // null: no speculative decoding
+  std::vector<DraftRequest> draft_requests_;         // propose_drafts' reused buffer
+  SpeculationStats speculation_stats_;
   int32_t step_constrained_rows_ = 0;                // this step's rows sampled under a mask
   std::vector<backends::RowSampling> device_rows_;     // sample_on_device's reused buffers
   std::vector<backends::LogitAdjust> device_adjust_;

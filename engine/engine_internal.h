@@ -23,7 +23,8 @@ struct Engine::ChoiceState {
                          .ignore_eos = request.params.ignore_eos,
                          .token_ids = request.stop_token_ids,
                          .min_tokens = request.params.min_tokens,
-                         .include_stop_str = request.include_stop_str_in_output}) {
+                         .include_stop_str = request.include_stop_str_in_output}),
+        may_speculate(request.speculative) {
     if (request.grammar) matcher.emplace(request.grammar);
     if (request.grammar && request.grammar_trigger) trigger.emplace(*request.grammar_trigger);
   }
@@ -36,6 +37,14 @@ struct Engine::ChoiceState {
   std::optional<TriggerWatch> trigger;      // a lazy grammar not started yet
   tokenizer::IncrementalDetokenizer detokenizer;
   StopChecker stop;
+  bool may_speculate = true;  // the request did not opt out of speculative decoding
+  // Drafted tokens to propose next (engine_speculation.cpp: grows while drafts are
+  // accepted whole, falls back after a rejection). 0: not set yet (the config's k).
+  int32_t draft_length = 0;
+  // Steps to decode without drafts after drafts found nothing accepted; doubles with
+  // each such miss in a row (a verifying step costs more than a plain one).
+  int32_t draft_pause = 0;
+  int32_t num_draft_misses = 0;
   bool finished = false;
   ChoiceDelta pending;  // output of this step, pushed by flush_deltas()
   bool has_pending = false;

@@ -16,6 +16,15 @@
 
 namespace sluice::engine {
 
+// Speculative decoding, cumulative (vLLM's vllm:spec_decode_* counters).
+struct SpeculationStats {
+  uint64_t num_drafts = 0;           // sequences that had drafts verified, per step
+  uint64_t num_draft_tokens = 0;     // tokens drafted and verified
+  uint64_t num_accepted_tokens = 0;  // of those, accepted by the target
+  // [k]: drafts accepted at position 0, 1, ... (a draft counts only after all before it)
+  std::vector<uint64_t> num_accepted_tokens_per_pos;
+};
+
 // Gauges and cumulative counters; a copy taken after the latest step.
 struct EngineStats {
   int32_t num_running = 0;   // sequences
@@ -37,6 +46,7 @@ struct EngineStats {
   uint64_t num_requests_rejected = 0;    // 400
   uint64_t num_requests_queue_full = 0;  // 429
   std::array<uint64_t, 6> num_finished{};  // choices, indexed by FinishReason
+  SpeculationStats speculation;
 };
 
 // One finished request (all its choices), for the per-request histograms.

@@ -88,48 +88,37 @@ bool Engine::has_grammar(const ScheduledStep& step) {
 
 void Engine::sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results) {
   const std::span<const float> logits = runner_->run(step);
-  const auto vocab = static_cast<size_t>(runner_->vocab_size());
-  const std::vector<size_t>& rows = runner_->sample_rows();
   sampling_rows_.clear();
   row_matchers_.clear();
-  row_errors_.clear();
+  row_drafts_.clear();
+  row_results_.clear();
+  size_t num_results = 0;
   for (const ScheduledSequence& scheduled : step.seqs) {
     if (!scheduled.samples) continue;
     sampling_rows_.push_back(scheduled.seq.get());
     row_matchers_.push_back(matcher_of(scheduled.seq));
     if (row_matchers_.back() != nullptr) ++step_constrained_rows_;
+    row_drafts_.push_back(&scheduled.draft_tokens);
+    row_results_.push_back(num_results);
+    num_results += 1 + scheduled.draft_tokens.size();
   }
-  results.resize(sampling_rows_.size());
-  row_errors_.resize(sampling_rows_.size());
+  results.resize(num_results);
+  row_errors_.assign(sampling_rows_.size(), {});
+  row_num_emitted_.assign(sampling_rows_.size(), 0);
   // Rows in parallel on the backend's host threads. A row depends only on its own
   // logits, settings, history and random stream, so the split changes nothing but
-  // the time; each range takes a sampler of its own for scratch.
+  // the time; each range takes a sampler (and scratch) of its own. A constrained
+  // row's grammar mask is computed here too, in parallel: it depends on that row's
+  // matcher alone.
   std::atomic<size_t> next_sampler{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
-  // A constrained row's grammar mask is computed here too, in parallel: it depends on
-  // that row's matcher alone.
   model_.backend().host_parallel_for(static_cast<int64_t>(sampling_rows_.size()), [&](int64_t begin, int64_t end) {
     const size_t index = next_sampler.fetch_add(1) % samplers_.size();
-    Sampler& sampler = *samplers_[index];
-    std::vector<uint64_t>& mask = masks_[index];
     try {
-      for (auto row = static_cast<size_t>(begin); row < static_cast<size_t>(end); ++row) {
-        Sequence& seq = *sampling_rows_[row];
-        std::span<const uint64_t> allowed;
-        if (const grammar::Matcher* matcher = row_matchers_[row]) {
-          const size_t words = grammar::Matcher::mask_words(matcher->grammar().tokens().vocab_size());
-          mask.assign(std::max(grammar::Matcher::mask_words(static_cast<int32_t>(vocab)), words), 0);
-          try {
-            matcher->fill_mask(std::span(mask).first(words));
-            allowed = mask;
-          } catch (const grammar::GrammarError& e) {  // a grammar past the matcher's limits: this row only
-            row_errors_[row] = e.what();
-          }
-        }
-        results[row] = sampler.sample(logits.subspan(rows[row] * vocab, vocab), seq.params(), seq.prompt_tokens(),
-                                      seq.output_tokens(), seq.rng(), allowed);
-      }
+      for (auto row = static_cast<size_t>(begin); row < static_cast<size_t>(end); ++row)
+        sample_row(row, index, logits,
+                   std::span(results).subspan(row_results_[row], 1 + row_drafts_[row]->size()));
     } catch (...) {  // the pool's threads must not throw: hand it to the engine thread
       std::lock_guard lock(failure_mutex);
       if (!failure) failure = std::current_exception();
@@ -212,22 +201,35 @@ void Engine::sample_on_device(const ScheduledStep& step, std::vector<SampleResul
   device_tokens_.resize(device_rows_.size());
   runner_->run_and_sample(step, device_rows_, device_tokens_);
   size_t row = 0;
-  for (const ScheduledSequence& scheduled : step.seqs)
-    if (scheduled.samples) results.push_back(Sampler::from_device(device_tokens_[row++], scheduled.seq->params()));
+  row_results_.clear();
+  for (const ScheduledSequence& scheduled : step.seqs) {
+    if (!scheduled.samples) continue;
+    row_results_.push_back(results.size());
+    results.push_back(Sampler::from_device(device_tokens_[row++], scheduled.seq->params()));
+  }
+  row_num_emitted_.assign(row_results_.size(), 1);
+  row_errors_.clear();
+}
+
+// Drafts are verified on the host: each drafted row samples under a history (and a
+// grammar state) that only the rows before it decide.
+bool Engine::has_drafts(const ScheduledStep& step) {
+  return std::ranges::any_of(step.seqs, [](const ScheduledSequence& s) { return !s.draft_tokens.empty(); });
 }
 
 void Engine::run_step(ScheduledStep& step) {
   std::vector<SampleResult> results;
   results.reserve(static_cast<size_t>(step.num_sampling));
   if (runner_->samples_on_device() && !ModelRunner::scores_prompt(step) && !ModelRunner::embeds(step) &&
-      !has_grammar(step)) {
+      !has_grammar(step) && !has_drafts(step)) {
     sample_on_device(step, results);
   } else {
     sample_on_host(step, results);
   }
+  // update() takes each row's first token; the accepted drafts' tokens follow in emit_tokens.
   std::vector<int32_t> sampled;
-  sampled.reserve(results.size());
-  for (const SampleResult& result : results) sampled.push_back(result.token);
+  sampled.reserve(row_results_.size());
+  for (size_t first : row_results_) sampled.push_back(results[first].token);
   const std::vector<SequencePtr> finished = scheduler_->update(step, sampled);  // appends; finishes on length
   for (const SequencePtr& seq : finished)
     if (seq->is_embedding()) finish_embedding(seq);
@@ -236,16 +238,19 @@ void Engine::run_step(ScheduledStep& step) {
   for (const ScheduledSequence& scheduled : step.seqs) {
     if (!scheduled.samples) continue;
     const size_t row = next++;
-    const SampleResult& sample = results[row];
+    const auto tokens = std::span(results).subspan(row_results_[row], row_num_emitted_[row]);
     ActiveRequest* request = find(scheduled.seq);
-    if (request == nullptr) continue;
-    ChoiceState& choice = *request->choices[static_cast<size_t>(scheduled.seq->choice_index())];
-    if (choice.finished) continue;
-    if (row < row_errors_.size() && !row_errors_[row].empty()) {
-      fail_grammar(*request, choice, row_errors_[row]);
-      continue;
+    ChoiceState* choice =
+        request == nullptr ? nullptr : request->choices[static_cast<size_t>(scheduled.seq->choice_index())].get();
+    learn_from_verification(choice, scheduled.draft_tokens.size(), tokens.size());
+    if (choice != nullptr && !choice->finished) {
+      if (row < row_errors_.size() && !row_errors_[row].empty()) {
+        fail_grammar(*request, *choice, row_errors_[row]);
+      } else {
+        emit_tokens(*request, *choice, tokens, now);
+      }
     }
-    postprocess(*request, choice, sample, now);
+    if (!scheduled.draft_tokens.empty()) scheduler_->release_rejected_drafts(*scheduled.seq);
   }
 }
 

@@ -78,8 +78,11 @@ StepBatch ModelRunner::prepare(const ScheduledStep& step, bool with_prompt_rows)
       hidden_rows_.push_back({.seq_index = s, .first_position = pool_begin, .first_row = first_row,
                               .num_rows = static_cast<size_t>(pool_end - pool_begin)});
     }
-    // The last row of a chunk that reaches the end of the sequence predicts its next token.
-    if (scheduled.samples) sample_rows_.push_back(builder_.add_last_logit_row(seq));
+    // The last row of a chunk that reaches the end of the sequence predicts its next
+    // token; with drafts, the last token's row and each draft's row do, in order.
+    const auto num_drafts = static_cast<int64_t>(scheduled.draft_tokens.size());
+    if (scheduled.samples)
+      sample_rows_.push_back(builder_.add_logit_rows(seq, scheduled.num_new_tokens - 1 - num_drafts, num_drafts + 1));
   }
   SLUICE_CHECK(sample_rows_.size() == static_cast<size_t>(step.num_sampling), "sampling rows disagree with the step");
   return builder_.batch();

@@ -45,7 +45,8 @@ class ModelRunner {
   // Logits [num rows, vocab_size] (row-major), valid until the next run(): per
   // sequence in step order, its prompt-scoring rows (Sequence::wants_prompt_logits,
   // see prompt_rows()) and then its sampling row; sample_rows() says which row each
-  // sampling sequence got. A row's logits depend only on its own sequence.
+  // sampling sequence got (a sequence with drafts gets 1 + draft_tokens.size()
+  // consecutive rows from there). A row's logits depend only on its own sequence.
   std::span<const float> run(const ScheduledStep& step);
   const std::vector<size_t>& sample_rows() const { return sample_rows_; }
   const std::vector<PromptLogitRows>& prompt_rows() const { return prompt_rows_; }

@@ -68,6 +68,9 @@ struct GenerationRequest {
   // is sampled (params are ignored but for n, which must be 1). Its one ChoiceFinish
   // ("stop") carries the L2-normalized vector; its KV is freed at once, never cached.
   std::optional<Pooling> embed;
+  // Speculative decoding when the model has it on; false: this request never drafts
+  // (its output is the same either way; only its speed differs).
+  bool speculative = true;
 };
 
 // The chosen token's log-probability and, when asked, the top alternatives (raw model

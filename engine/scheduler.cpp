@@ -100,6 +100,7 @@ void Scheduler::enqueue(SequencePtr seq) {
 
 void Scheduler::preempt(const SequencePtr& seq) {
   pool_.free(*seq);  // num_computed_tokens -> 0: everything is recomputed
+  seq->clear_draft_tokens();
   seq->count_preemption();
   ++stats_.num_preemptions;
   enqueue(seq);
@@ -138,6 +139,8 @@ void Scheduler::reap(ScheduledStep& step) {
 
 int64_t Scheduler::chunk(const Sequence& seq, int64_t num_computed, int64_t budget) const {
   int64_t n = seq.num_tokens() - num_computed;
+  // Drafts ride behind a decode token only; cut short by the budget they still verify.
+  if (seq.is_decoding()) n += static_cast<int64_t>(seq.draft_tokens().size());
   if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
   if (seq.wants_prompt_logits() && num_computed < seq.num_prompt_tokens()) n = std::min(n, kMaxPromptScoringTokens);
   return std::min(n, budget);
@@ -149,12 +152,17 @@ void Scheduler::emit(ScheduledStep& step, const SequencePtr& seq, int64_t num_ne
   scheduled.start_position = seq->num_computed_tokens();
   scheduled.num_new_tokens = num_new_tokens;
   scheduled.query_start = step.num_batched_tokens;
-  scheduled.samples = scheduled.start_position + num_new_tokens == seq->num_tokens() && !seq->is_embedding();
+  const int64_t end = scheduled.start_position + num_new_tokens;
+  scheduled.samples = end >= seq->num_tokens() && !seq->is_embedding();
+  if (end > seq->num_tokens()) {
+    const auto drafts = seq->draft_tokens().first(static_cast<size_t>(end - seq->num_tokens()));
+    scheduled.draft_tokens.assign(drafts.begin(), drafts.end());
+  }
   scheduled.block_table = seq->block_table();
   const int64_t block_size = pool_.block_size();
   const auto tokens = seq->tokens();
-  for (int64_t pos = scheduled.start_position; pos < scheduled.start_position + num_new_tokens; ++pos) {
-    step.token_ids.push_back(tokens[pos]);
+  for (int64_t pos = scheduled.start_position; pos < end; ++pos) {
+    step.token_ids.push_back(pos < seq->num_tokens() ? tokens[pos] : scheduled.draft_tokens[pos - seq->num_tokens()]);
     step.positions.push_back(static_cast<int32_t>(pos));
     step.slot_mapping.push_back(kv_slot(scheduled.block_table, pos, block_size));
   }
@@ -172,13 +180,28 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
   // Running sequences first. Victims come off the back, so a sequence already given
   // its tokens this step is never preempted after the fact.
   fair_sort(running_, {}, &history_);
+  // While anyone decodes, prompt chunks share a smaller budget of their own.
+  const bool has_decoding = std::ranges::any_of(running_, [](const SequencePtr& seq) { return seq->is_decoding(); });
+  int64_t prefill_budget = has_decoding && config_.max_prefill_tokens_while_decoding > 0
+                               ? config_.max_prefill_tokens_while_decoding
+                               : config_.max_num_batched_tokens;
   std::vector<std::pair<SequencePtr, int64_t>> planned;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     const SequencePtr seq = running_[i];
-    const int64_t n = chunk(*seq, seq->num_computed_tokens(), budget);
+    const bool is_prefill = !seq->is_decoding();
+    if (is_prefill && prefill_budget == 0) {
+      ++i;  // keeps its blocks; goes on next step
+      continue;
+    }
+    int64_t n = chunk(*seq, seq->num_computed_tokens(), is_prefill ? std::min(budget, prefill_budget) : budget);
     SLUICE_CHECK(n > 0, "a running sequence with nothing to compute");
     bool still_running = true;
     while (!pool_.allocate_slots(*seq, n)) {
+      if (!seq->draft_tokens().empty() && n > 1) {  // drafts are the first thing to give up
+        seq->clear_draft_tokens();
+        n = chunk(*seq, seq->num_computed_tokens(), budget);
+        continue;
+      }
       const SequencePtr victim = running_.back();
       running_.pop_back();
       preempt(victim);
@@ -191,6 +214,7 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
     if (!still_running) break;
     planned.emplace_back(seq, n);
     budget -= n;
+    if (is_prefill) prefill_budget -= n;
     ++i;
   }
 
@@ -198,7 +222,9 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
   // They take turns by client and request (fair_order.h). The order is strict: the
   // first one that does not fit stops admission, so a long prompt is not starved by
   // short ones behind it.
-  const auto has_room = [&] { return budget > 0 && running_.size() < static_cast<size_t>(config_.max_num_seqs); };
+  const auto has_room = [&] {
+    return budget > 0 && prefill_budget > 0 && running_.size() < static_cast<size_t>(config_.max_num_seqs);
+  };
   if (step.preempted.empty() && !waiting_.empty() && has_room()) {
     std::vector<SequencePtr> order(waiting_.begin(), waiting_.end());
     fair_sort(order, running_, &history_);
@@ -213,7 +239,7 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
       const CachedPrefix prefix = seq->wants_prompt_logits() || seq->is_embedding()
                                       ? CachedPrefix{}
                                       : pool_.find_cached_prefix(seq->tokens());
-      const int64_t n = chunk(*seq, prefix.num_cached_tokens, budget);
+      const int64_t n = chunk(*seq, prefix.num_cached_tokens, std::min(budget, prefill_budget));
       if (!pool_.allocate_slots(*seq, n, &prefix)) break;
       if (!seq->first_scheduled_time()) {
         seq->set_first_scheduled_time(now);
@@ -223,6 +249,7 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
       running_.push_back(seq);
       planned.emplace_back(seq, n);
       budget -= n;
+      prefill_budget -= n;
       history_.record_admission(*seq);
       admitted = true;
     }
@@ -250,7 +277,9 @@ std::vector<SequencePtr> Scheduler::update(const ScheduledStep& step, std::span<
     const int32_t token = scheduled.samples ? sampled[next_sample++] : -1;
     if (seq.is_finished()) continue;  // aborted or finished by the caller meanwhile
     SLUICE_CHECK(seq.num_computed_tokens() == scheduled.start_position, "update does not match schedule");
-    seq.set_num_computed_tokens(scheduled.start_position + scheduled.num_new_tokens);
+    // Drafts' KV counts once accepted (commit_draft).
+    seq.set_num_computed_tokens(scheduled.start_position + scheduled.num_new_tokens -
+                                static_cast<int64_t>(scheduled.draft_tokens.size()));
     if (seq.is_embedding()) {
       // Prefill only: done with its prompt, its blocks go back at once, uncached.
       if (!seq.is_prefill_done()) continue;
@@ -265,17 +294,42 @@ std::vector<SequencePtr> Scheduler::update(const ScheduledStep& step, std::span<
     if (seq.num_output_tokens() == 0) stats_.num_prompt_tokens += static_cast<uint64_t>(seq.num_prompt_tokens());
     seq.append_token(token);
     ++stats_.num_generation_tokens;
-    if (seq.num_output_tokens() >= seq.max_output_tokens(config_.max_model_len) ||
-        seq.num_tokens() >= config_.max_model_len) {
-      mark_finished(seq, FinishReason::length);
-      pool_.free(seq);
-      finished.push_back(scheduled.seq);
-    }
+    finish_on_length(scheduled.seq, &finished);
   }
   if (!finished.empty()) {
     std::erase_if(running_, [&](const SequencePtr& seq) { return std::ranges::find(finished, seq) != finished.end(); });
   }
   return finished;
+}
+
+void Scheduler::finish_on_length(const SequencePtr& seq, std::vector<SequencePtr>* finished) {
+  if (seq->num_output_tokens() < seq->max_output_tokens(config_.max_model_len) &&
+      seq->num_tokens() < config_.max_model_len)
+    return;
+  mark_finished(*seq, FinishReason::length);
+  pool_.free(*seq);
+  finished->push_back(seq);
+}
+
+bool Scheduler::commit_draft(const SequencePtr& seq, int32_t next) {
+  SLUICE_CHECK(!seq->is_finished() && seq->is_decoding(), "commit_draft on a sequence that does not decode");
+  const int64_t num_computed = seq->num_computed_tokens() + 1;
+  SLUICE_CHECK(pool_.num_blocks_for(num_computed) <= static_cast<int64_t>(seq->block_table().size()),
+               "commit_draft past the slots the step computed");
+  seq->set_num_computed_tokens(num_computed);
+  pool_.cache_full_blocks(*seq);
+  seq->append_token(next);
+  ++stats_.num_generation_tokens;
+  std::vector<SequencePtr> finished;
+  finish_on_length(seq, &finished);
+  if (finished.empty()) return false;
+  std::erase(running_, seq);
+  return true;
+}
+
+void Scheduler::release_rejected_drafts(Sequence& seq) {
+  if (seq.is_finished()) return;  // its blocks are back already
+  pool_.free_tail(seq, seq.num_computed_tokens());
 }
 
 void Scheduler::finish(const SequencePtr& seq, FinishReason reason) {

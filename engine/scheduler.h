@@ -37,6 +37,10 @@ struct SchedulerConfig {
   int32_t max_num_seqs = 256;                  // running sequences at most
   int32_t max_waiting = 1024;                  // queued sequences at most; beyond: queue_full (429)
   int64_t long_prefill_token_threshold = 0;    // > 0: largest chunk one sequence gets per step
+  // > 0: prompt tokens (prefill chunks, recomputes) a step takes at most while some
+  // sequence decodes in it, so a long prompt arriving stalls no stream for longer
+  // than this many tokens take (vLLM's chunked-prefill budget, inter-token latency).
+  int64_t max_prefill_tokens_while_decoding = 0;
   int64_t max_model_len = 4096;                // prompt + output tokens
   BlockPoolConfig kv;
 };
@@ -57,6 +61,10 @@ struct ScheduledSequence {
   int64_t query_start = 0;           // offset of its tokens in the step's flat arrays
   bool samples = false;              // the chunk reaches the last token: sample one (never an embedding)
   std::vector<int32_t> block_table;  // snapshot, covers start_position + num_new_tokens
+  // Speculative decoding: the drafted tokens this step computes after the sequence's
+  // last token (the chunk's tail). Each of the chunk's last 1 + draft_tokens.size()
+  // rows gets logits; the KV of a draft counts only once it is accepted.
+  std::vector<int32_t> draft_tokens;
 };
 
 // One step for the model runner: every scheduled token flattened, running sequences
@@ -114,6 +122,16 @@ class Scheduler {
   // max_tokens / max_model_len (`length`). Returns the sequences finished here.
   std::vector<SequencePtr> update(const ScheduledStep& step, std::span<const int32_t> sampled);
 
+  // Speculative decoding, after update() appended the first token sampled for a
+  // sequence with drafts: the token just appended equals the step's draft at its
+  // position, so the KV the step computed for it is valid. Commits that KV (newly full
+  // blocks enter the prefix cache), appends `next` (sampled at the following draft
+  // position) and finishes on length as update() does. True when that finished it.
+  bool commit_draft(const SequencePtr& seq, int32_t next);
+  // Gives back the blocks allocated for drafts that were not accepted: the block
+  // table shrinks to the committed KV. Their slots never entered the prefix cache.
+  void release_rejected_drafts(Sequence& seq);
+
   // The caller's verdict after update (EOS, stop string, error): finishes now and
   // frees the blocks. A `stop` on the token that also hit max_tokens wins over
   // `length`, as OpenAI reports it.
@@ -146,6 +164,7 @@ class Scheduler {
   void expire(Clock::time_point now);
   void reap(ScheduledStep& step);    // frees and drops finished sequences still queued
   int64_t chunk(const Sequence& seq, int64_t num_computed, int64_t budget) const;
+  void finish_on_length(const SequencePtr& seq, std::vector<SequencePtr>* finished);
   void emit(ScheduledStep& step, const SequencePtr& seq, int64_t num_new_tokens) const;
 
   SchedulerConfig config_;

@@ -66,6 +66,16 @@ class Sequence {
   int64_t num_computed_tokens() const { return num_computed_tokens_; }
   void set_num_computed_tokens(int64_t n) { num_computed_tokens_ = n; }
   bool is_prefill_done() const { return num_computed_tokens_ >= num_prompt_tokens_; }
+  // Only the newest sampled token lacks KV: the next step is a decode step.
+  bool is_decoding() const { return num_computed_tokens_ + 1 == num_tokens() && is_prefill_done(); }
+
+  // --- speculative decoding ---
+  // Tokens a drafter proposes to follow tokens(), for the next step to verify. Never
+  // part of tokens(): only what the target model accepts is appended. The engine sets
+  // them before each schedule(); the scheduler computes them only while decoding.
+  std::span<const int32_t> draft_tokens() const { return draft_tokens_; }
+  std::vector<int32_t>& mutable_draft_tokens() { return draft_tokens_; }
+  void clear_draft_tokens() { draft_tokens_.clear(); }
 
   // --- KV blocks (BlockPool writes these) ---
   const std::vector<int32_t>& block_table() const { return block_table_; }
@@ -138,6 +148,7 @@ class Sequence {
   int32_t choice_index_ = 0;
   uint64_t seq_id_ = 0;
   std::vector<int32_t> tokens_;
+  std::vector<int32_t> draft_tokens_;
   int64_t num_prompt_tokens_ = 0;
   int64_t num_computed_tokens_ = 0;
   std::vector<int32_t> block_table_;

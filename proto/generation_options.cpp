@@ -125,6 +125,7 @@ Error apply_generation_field(const std::string& key, const Json& value, Generati
   if (key == "stop_token_ids") return read_stop_token_ids(value, options.stop_token_ids);
   if (key == "include_stop_str_in_output") return fields::read_bool(value, key, options.include_stop_str_in_output);
   if (key == "skip_special_tokens") return fields::read_bool(value, key, options.skip_special_tokens);
+  if (key == "speculative") return fields::read_bool(value, key, options.speculative);
   if (key == "add_special_tokens") {
     bool add = false;
     if (auto e = fields::read_bool(value, key, add)) return e;

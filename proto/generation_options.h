@@ -47,6 +47,9 @@ struct GenerationOptions {
   std::vector<int32_t> stop_token_ids;      // at most engine::kMaxStopTokenIds
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
+  // sluice extension: false opts this request out of the model's speculative decoding
+  // (the text is the same either way; only the speed differs).
+  bool speculative = true;
   std::optional<bool> add_special_tokens;   // empty: the endpoint's default
   // response_format / structured_outputs / guided_* / grammar / json_schema (structured_output.h).
   std::optional<StructuredOutput> structured_output;

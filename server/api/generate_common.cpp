@@ -56,6 +56,7 @@ std::optional<proto::ApiError> submit(GenerationJob& job, ModelService& model, c
     request.stop = options.stop;
     request.stop_token_ids = options.stop_token_ids;
     request.include_stop_str_in_output = options.include_stop_str_in_output;
+    request.speculative = options.speculative;
     request.skip_special_tokens = options.skip_special_tokens;
     request.prompt_param = shape.chat ? "messages" : "prompt";
     request.priority = options.priority;

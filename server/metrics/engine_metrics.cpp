@@ -8,11 +8,13 @@ EngineMetrics::EngineMetrics(prometheus::Registry& registry, std::string model_n
     : model_name_(std::move(model_name)) {
   namings_.push_back(std::make_unique<EngineSeries>(registry, MetricNaming::sluice, model_name_));
   if (with_vllm_names) namings_.push_back(std::make_unique<EngineSeries>(registry, MetricNaming::vllm, model_name_));
+  speculative_ = std::make_unique<SpeculativeMetrics>(registry, model_name_, with_vllm_names);
 }
 
 EngineMetrics::~EngineMetrics() = default;
 
 void EngineMetrics::refresh(const engine::EngineStats& stats) {
+  speculative_->refresh(stats.speculation);
   for (auto& series : namings_) {
     series->num_requests_running.Set(stats.num_running);
     // Submitted but not yet seen by the engine thread is waiting too, as in vLLM.

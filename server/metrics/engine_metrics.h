@@ -20,6 +20,7 @@
 
 #include "engine/engine_stats.h"
 #include "server/metrics/engine_metric_series.h"
+#include "server/metrics/speculative_metrics.h"
 
 namespace sluice::server {
 
@@ -47,6 +48,8 @@ class EngineMetrics : public engine::EngineObserver {
  private:
   std::string model_name_;
   std::vector<std::unique_ptr<EngineSeries>> namings_;  // [0]: sluice's; [1]: vLLM's, when asked
+  // Made after the series, whose constructor refuses a model name already registered.
+  std::unique_ptr<SpeculativeMetrics> speculative_;
 
   // The highest engine totals seen by refresh (guarded by refresh_mutex_).
   std::mutex refresh_mutex_;

@@ -37,8 +37,19 @@ engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::
   // warning; only a context the operator asked for is held to (and refused if too big).
   out.max_model_len = info.context_length_set ? info.context_length : 0;
   out.enable_prefix_caching = config.enable_prefix_caching;
+  out.max_prefill_tokens_while_decoding = config.max_prefill_tokens_while_decoding;
   out.default_deadline =
       std::chrono::milliseconds(static_cast<int64_t>(config.request_timeout_s * 1000.0));
+  return out;
+}
+
+engine::SpeculativeConfig speculative_config(const config::SpeculativeModelConfig& c) {
+  engine::SpeculativeConfig out;
+  out.method = c.method == "ngram" ? engine::SpeculativeMethod::ngram : engine::SpeculativeMethod::none;
+  out.num_speculative_tokens = static_cast<int32_t>(c.num_speculative_tokens);
+  out.prompt_lookup_min = static_cast<int32_t>(c.prompt_lookup_min);
+  out.prompt_lookup_max = static_cast<int32_t>(c.prompt_lookup_max);
+  out.disable_by_batch_size = static_cast<int32_t>(c.disable_by_batch_size);
   return out;
 }
 
@@ -148,6 +159,7 @@ std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& load
       kCompiledGrammars);
   service->grammar_metrics_ = std::make_unique<GrammarMetrics>(registry, info.id);
   engine::EngineConfig engine_settings = engine_config(info, config);
+  engine_settings.speculative = speculative_config(entry.speculative);
   if (service->backend_->device() == backends::DeviceKind::cpu) engine_settings.compute_turns = cpu_turns;
   // The entry's position in config.models numbers the model's event endpoint.
   int index = 0;

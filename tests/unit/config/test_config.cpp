@@ -518,3 +518,33 @@ TEST_CASE("config: describe and environment warnings") {
   REQUIRE(warnings.size() == 1);
   CHECK(contains(warnings[0], "SLUICE_PROT is not a sluice setting; did you mean SLUICE_PORT?"));
 }
+
+namespace {
+
+TEST_CASE("config: a model entry's speculative object") {
+  TempFile good(R"({"models": [{"path": "p.gguf", "speculative": {"method": "ngram", "num_speculative_tokens": 6,
+                   "prompt_lookup_min": 1, "prompt_lookup_max": 5, "disable_by_batch_size": 2}}],
+                   "max_prefill_tokens_while_decoding": 64})");
+  const Config c = load({"--config", good.path()});
+  const auto& s = c.models[0].speculative;
+  CHECK(s.method == "ngram");
+  CHECK((s.num_speculative_tokens == 6 && s.prompt_lookup_min == 1 && s.prompt_lookup_max == 5));
+  CHECK(s.disable_by_batch_size == 2);
+  CHECK(c.max_prefill_tokens_while_decoding == 64);
+  CHECK(load({"--model", "p.gguf"}).models[0].speculative.method == "none");
+
+  auto error = [](const std::string& speculative) {
+    TempFile bad(R"({"models": [{"path": "p.gguf", "speculative": )" + speculative + "}]}");
+    return error_of({"--config", bad.path()});
+  };
+  CHECK(contains(error(R"({"method": "eagle"})"), "models[0].speculative.method: must be one of none, ngram"));
+  CHECK(contains(error(R"({"num_speculative_tokens": 0})"),
+                 "models[0].speculative.num_speculative_tokens: must be between 1 and 16, got 0"));
+  CHECK(contains(error(R"({"num_speculative_tokens": "4"})"), "models[0].speculative.num_speculative_tokens"));
+  CHECK(contains(error(R"({"prompt_lookup_min": 4, "prompt_lookup_max": 3})"),
+                 "models[0].speculative.prompt_lookup_min: must be at most prompt_lookup_max (3), got 4"));
+  CHECK(contains(error(R"({"num_speculative_token": 3})"), "models[0].speculative.num_speculative_token: unknown key"));
+  CHECK(contains(error(R"("ngram")"), "models[0].speculative"));
+}
+
+}  // namespace
