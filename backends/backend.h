@@ -153,18 +153,24 @@ class Backend {
   // out = a + b, and out = x * s. Same shapes; out may alias an input.
   virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   virtual void scale(const Tensor& x, float s, const Tensor& out) = 0;
+  // out = a * b element-wise. Same shapes; out may alias an input.
+  virtual void mul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // out[c, r] = x[r, c].  x [R, C] F32; out [C, R] F32, not aliasing x. Reductions
+  // over rows (time) become row ops on the transpose (softmax, a matmul by a vector).
+  virtual void transpose(const Tensor& x, const Tensor& out) = 0;
   // Row-wise softmax over the last dim. out may alias x.
   virtual void softmax(const Tensor& x, const Tensor& out) = 0;
-  // --- signal ops (the Qwen3-TTS codec decoder) ---------------------------------
+  // --- signal ops (the Qwen3-TTS codec decoder and speaker encoder) ------------
   // A signal of T time steps and C channels is [T, C] F32: time runs along rows,
   // like tokens. Convolutions are causal and take their left context as leading
   // input rows (zeros at the start of a stream, the previous chunk's last input
   // rows when streaming), and each output row is computed in a fixed order from
   // its own window, so a stream decoded chunk by chunk equals one whole pass bit
   // for bit. Weights are F32, laid out tap-major at load (see each op).
-  enum class Activation { silu, gelu_erf, elu };
-  // out = act(x) element-wise (gelu_erf: the exact GELU, x * Phi(x); elu: x for
-  // x > 0, else expm1(x), alpha 1, the codec encoder's). out may alias x.
+  enum class Activation { silu, gelu_erf, elu, sigmoid, tanh, sqrt, log };
+  // out = act(x) element-wise (gelu_erf: the exact GELU, x * Phi(x); elu: x for x > 0,
+  // else expm1(x), alpha 1, the codec encoder's; sqrt and log of a negative give NaN,
+  // log(0) -inf, as libm). out may alias x.
   virtual void activate(const Tensor& x, Activation act, const Tensor& out) = 0;
   // out = min(max(x, lo), hi). out may alias x.
   virtual void clamp(const Tensor& x, float lo, float hi, const Tensor& out) = 0;

@@ -169,6 +169,8 @@ void CpuBackend::geglu(const Tensor& gate, const Tensor& up, const Tensor& out) 
 }
 void CpuBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) { cpu::add(pool_, a, b, out); }
 void CpuBackend::scale(const Tensor& x, float s, const Tensor& out) { cpu::scale(pool_, x, s, out); }
+void CpuBackend::mul(const Tensor& a, const Tensor& b, const Tensor& out) { cpu::mul(pool_, a, b, out); }
+void CpuBackend::transpose(const Tensor& x, const Tensor& out) { cpu::transpose(pool_, x, out); }
 void CpuBackend::softmax(const Tensor& x, const Tensor& out) { cpu::softmax(pool_, x, out); }
 void CpuBackend::activate(const Tensor& x, Activation act, const Tensor& out) { cpu::activate(pool_, x, act, out); }
 void CpuBackend::clamp(const Tensor& x, float lo, float hi, const Tensor& out) { cpu::clamp(pool_, x, lo, hi, out); }

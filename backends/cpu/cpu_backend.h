@@ -54,6 +54,8 @@ class CpuBackend final : public Backend {
   void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) override;
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
   void scale(const Tensor& x, float s, const Tensor& out) override;
+  void mul(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void transpose(const Tensor& x, const Tensor& out) override;
   void softmax(const Tensor& x, const Tensor& out) override;
   void activate(const Tensor& x, Activation act, const Tensor& out) override;
   void clamp(const Tensor& x, float lo, float hi, const Tensor& out) override;

@@ -31,6 +31,9 @@ void swiglu(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor
 void geglu(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out);
 void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out);
 void scale(ThreadPool& pool, const Tensor& x, float s, const Tensor& out);
+void mul(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out);
+// x [R, C], out [C, R] F32.
+void transpose(ThreadPool& pool, const Tensor& x, const Tensor& out);
 void softmax(ThreadPool& pool, const Tensor& x, const Tensor& out);
 
 // Signal ops (ops_signal.cpp): shapes and layouts as in backend.h.

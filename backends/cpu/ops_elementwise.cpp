@@ -1,5 +1,6 @@
-// Element-wise ops and the row softmax. All F32; out may alias an input, since
+// Element-wise ops, the transpose and the row softmax. All F32; out may alias an input, since
 // each element is read before it is written and rows are independent.
+#include <algorithm>
 #include <cmath>
 
 #include "backends/cpu/cpu_buffer.h"
@@ -49,6 +50,30 @@ void geglu(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor&
 void add(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out) {
   check_binary(a, b, out, "add: a, b, out must be F32 of one shape");
   binary_rows(pool, a, b, out, [](float x, float y) { return x + y; });
+}
+
+void mul(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tensor& out) {
+  check_binary(a, b, out, "mul: a, b, out must be F32 of one shape");
+  binary_rows(pool, a, b, out, [](float x, float y) { return x * y; });
+}
+
+// Tiles of 32 x 32 so both sides are read and written a cache line at a time.
+void transpose(ThreadPool& pool, const Tensor& x, const Tensor& out) {
+  SLUICE_CHECK(x.dtype == DType::F32 && out.dtype == DType::F32 && x.ndim == 2 && out.ndim == 2 &&
+                   out.dim(0) == x.dim(1) && out.dim(1) == x.dim(0),
+               "transpose: x [R, C] and out [C, R] must be F32");
+  constexpr int64_t kTile = 32;
+  const int64_t rows = x.dim(0), cols = x.dim(1);
+  const Rows<const float> xr(x);
+  const Rows<float> outr(out);
+  const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  pool.parallel_for(row_tiles * col_tiles, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t r0 = item / col_tiles * kTile, c0 = item % col_tiles * kTile;
+      for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+        for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r) outr[c][r] = xr[r][c];
+    }
+  });
 }
 
 void scale(ThreadPool& pool, const Tensor& x, float s, const Tensor& out) {

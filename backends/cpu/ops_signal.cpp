@@ -125,12 +125,17 @@ ConvI16Args int16_conv_args(const ConvScratch& s, const Tensor& w, int64_t cin, 
 
 void activate(ThreadPool& pool, const Tensor& x, Backend::Activation act, const Tensor& out) {
   check_unary(x, out, "activate: x, out must be F32 of one shape");
-  if (act == Backend::Activation::silu) {
-    map_rows(pool, x, out, [](float v, int64_t) { return v / (1.0f + std::exp(-v)); });
-  } else if (act == Backend::Activation::elu) {
-    map_rows(pool, x, out, [](float v, int64_t) { return v > 0.0f ? v : std::expm1(v); });
-  } else {
-    map_rows(pool, x, out, [](float v, int64_t) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)); });
+  using Act = Backend::Activation;
+  switch (act) {
+    case Act::silu: map_rows(pool, x, out, [](float v, int64_t) { return v / (1.0f + std::exp(-v)); }); break;
+    case Act::gelu_erf:
+      map_rows(pool, x, out, [](float v, int64_t) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)); });
+      break;
+    case Act::elu: map_rows(pool, x, out, [](float v, int64_t) { return v > 0.0f ? v : std::expm1(v); }); break;
+    case Act::sigmoid: map_rows(pool, x, out, [](float v, int64_t) { return 1.0f / (1.0f + std::exp(-v)); }); break;
+    case Act::tanh: map_rows(pool, x, out, [](float v, int64_t) { return std::tanh(v); }); break;
+    case Act::sqrt: map_rows(pool, x, out, [](float v, int64_t) { return std::sqrt(v); }); break;
+    case Act::log: map_rows(pool, x, out, [](float v, int64_t) { return std::log(v); }); break;
   }
 }
 

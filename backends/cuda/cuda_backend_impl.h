@@ -52,6 +52,8 @@ class CudaBackend final : public Backend {
   void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) override;
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
   void scale(const Tensor& x, float s, const Tensor& out) override;
+  void mul(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void transpose(const Tensor& x, const Tensor& out) override;
   void softmax(const Tensor& x, const Tensor& out) override;
   // Signal ops (ops_signal.cpp).
   void activate(const Tensor& x, Activation act, const Tensor& out) override;

@@ -1,5 +1,6 @@
-// Element-wise ops (add, SwiGLU, GeGLU, scale) and the row softmax, F32, rows with
-// strides. out may alias an input: each element is read before it is written.
+// Element-wise ops (add, mul, SwiGLU, GeGLU, scale), the row softmax and the
+// transpose, F32, rows with strides. Except for the transpose, out may alias an
+// input: each element is read before it is written.
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/reduce.cuh"
 
@@ -28,6 +29,8 @@ __global__ void binary_kernel(const float* a, long long a_stride, const float* b
     float z;
     if constexpr (kOp == BinaryOp::add) {
       z = x + y;
+    } else if constexpr (kOp == BinaryOp::mul) {
+      z = x * y;
     } else if constexpr (kOp == BinaryOp::swiglu) {
       z = silu(x) * y;
     } else {
@@ -70,6 +73,24 @@ __global__ void softmax_kernel(const float* x, long long x_stride, float* out, l
   for (int k = threadIdx.x; k < cols; k += blockDim.x) yr[k] *= inv;
 }
 
+// One 32 x 32 tile per block through shared memory (padded against bank
+// conflicts), so reads and writes are both coalesced.
+constexpr int kTile = 32;
+__global__ void transpose_kernel(const float* x, long long x_stride, float* out, long long out_stride, long long rows,
+                                 long long cols) {
+  __shared__ float tile[kTile][kTile + 1];
+  const long long r0 = static_cast<long long>(blockIdx.y) * kTile, c0 = static_cast<long long>(blockIdx.x) * kTile;
+  for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+    const long long r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[i][threadIdx.x] = x[r * x_stride + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+    const long long c = c0 + i, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) out[c * out_stride + r] = tile[threadIdx.x][i];
+  }
+}
+
 unsigned grid_for(long long n) {
   const long long blocks = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
@@ -84,6 +105,10 @@ void launch_binary(BinaryOp op, const float* a, int64_t a_stride, const float* b
   switch (op) {
     case BinaryOp::add:
       binary_kernel<BinaryOp::add><<<grid_for(n), kThreads, 0, stream>>>(a, a_stride, b, b_stride, out, out_stride,
+                                                                         shape.rows, shape.cols);
+      break;
+    case BinaryOp::mul:
+      binary_kernel<BinaryOp::mul><<<grid_for(n), kThreads, 0, stream>>>(a, a_stride, b, b_stride, out, out_stride,
                                                                          shape.rows, shape.cols);
       break;
     case BinaryOp::swiglu:
@@ -109,6 +134,14 @@ void launch_softmax(const float* x, int64_t x_stride, float* out, int64_t out_st
   if (shape.rows == 0) return;
   softmax_kernel<<<static_cast<unsigned>(shape.rows), row_threads(shape.cols), 0, stream>>>(
       x, x_stride, out, out_stride, static_cast<int>(shape.cols));
+}
+
+void launch_transpose(const float* x, int64_t x_stride, float* out, int64_t out_stride, Rows2D shape,
+                      cudaStream_t stream) {
+  if (shape.rows == 0 || shape.cols == 0) return;
+  const dim3 grid(static_cast<unsigned>((shape.cols + kTile - 1) / kTile),
+                  static_cast<unsigned>((shape.rows + kTile - 1) / kTile));
+  transpose_kernel<<<grid, dim3(kTile, 8), 0, stream>>>(x, x_stride, out, out_stride, shape.rows, shape.cols);
 }
 
 }  // namespace sluice::backends::cuda

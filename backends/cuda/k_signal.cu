@@ -1,6 +1,6 @@
-// The codec decoder's signal ops: element-wise activations, clamp, bias, SnakeBeta,
+// The signal ops (codec decoder, speaker encoder): element-wise activations, clamp, bias, SnakeBeta,
 // the depthwise conv, and one tiled conv for conv1d and conv_transpose1d. Full-
-// precision libm functions (expf, expm1f, erff, sinf: a few ulp, like the CPU's), never
+// precision libm functions (expf, expm1f, erff, sinf, tanhf, logf: a few ulp, like the CPU's), never
 // the approximate intrinsics. Each conv output is one sequential F32 fmaf chain
 // over (tap, channel) in order from its bias-free zero, then + bias: a row's value
 // depends only on its window, so streaming chunk by chunk gives the same bits
@@ -17,7 +17,7 @@ unsigned grid_for(long long n) {
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
 }
 
-enum class Unary { silu, gelu_erf, elu, clamp, add_bias, snake };
+enum class Unary { silu, gelu_erf, elu, sigmoid, tanh, sqrt, log, clamp, add_bias, snake };
 
 struct UnaryParams {
   float lo = 0, hi = 0;
@@ -42,6 +42,14 @@ __global__ void unary_kernel(const float* x, long long x_stride, float* out, lon
       y = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     } else if constexpr (kOp == Unary::elu) {
       y = v > 0.0f ? v : expm1f(v);
+    } else if constexpr (kOp == Unary::sigmoid) {
+      y = 1.0f / (1.0f + expf(-v));
+    } else if constexpr (kOp == Unary::tanh) {
+      y = tanhf(v);
+    } else if constexpr (kOp == Unary::sqrt) {
+      y = sqrtf(v);
+    } else if constexpr (kOp == Unary::log) {
+      y = logf(v);
     } else if constexpr (kOp == Unary::clamp) {
       y = fminf(fmaxf(v, p.lo), p.hi);
     } else if constexpr (kOp == Unary::add_bias) {
@@ -142,6 +150,12 @@ void launch_activate(SignalActivation act, const float* x, int64_t x_stride, flo
       launch_unary<Unary::gelu_erf>(x, x_stride, out, out_stride, shape, {}, stream);
       break;
     case SignalActivation::elu: launch_unary<Unary::elu>(x, x_stride, out, out_stride, shape, {}, stream); break;
+    case SignalActivation::sigmoid:
+      launch_unary<Unary::sigmoid>(x, x_stride, out, out_stride, shape, {}, stream);
+      break;
+    case SignalActivation::tanh: launch_unary<Unary::tanh>(x, x_stride, out, out_stride, shape, {}, stream); break;
+    case SignalActivation::sqrt: launch_unary<Unary::sqrt>(x, x_stride, out, out_stride, shape, {}, stream); break;
+    case SignalActivation::log: launch_unary<Unary::log>(x, x_stride, out, out_stride, shape, {}, stream); break;
   }
 }
 

@@ -27,17 +27,20 @@ void launch_add_rms_norm(float* hidden, int64_t hidden_stride, const float* bran
 void launch_layer_norm(const float* x, int64_t x_stride, const float* weight, const float* bias, float eps,
                        float* out, int64_t out_stride, Rows2D shape, cudaStream_t stream);
 
-enum class BinaryOp { add, swiglu, geglu };
+enum class BinaryOp { add, mul, swiglu, geglu };
 void launch_binary(BinaryOp op, const float* a, int64_t a_stride, const float* b, int64_t b_stride, float* out,
                    int64_t out_stride, Rows2D shape, cudaStream_t stream);
 void launch_scale(const float* x, int64_t x_stride, float s, float* out, int64_t out_stride, Rows2D shape,
                   cudaStream_t stream);
 void launch_softmax(const float* x, int64_t x_stride, float* out, int64_t out_stride, Rows2D shape,
                     cudaStream_t stream);
+// out [shape.cols, shape.rows] = x [shape.rows, shape.cols] transposed.
+void launch_transpose(const float* x, int64_t x_stride, float* out, int64_t out_stride, Rows2D shape,
+                      cudaStream_t stream);
 
 // --- signal ops of the codec decoder (k_signal.cu) ------------------------------
 // Shapes and formulas as in backend.h. Element-wise ops may run in place.
-enum class SignalActivation { silu, gelu_erf, elu };
+enum class SignalActivation { silu, gelu_erf, elu, sigmoid, tanh, sqrt, log };
 void launch_activate(SignalActivation act, const float* x, int64_t x_stride, float* out, int64_t out_stride,
                      Rows2D shape, cudaStream_t stream);
 void launch_clamp(const float* x, int64_t x_stride, float lo, float hi, float* out, int64_t out_stride, Rows2D shape,

@@ -127,6 +127,22 @@ void CudaBackend::scale(const Tensor& x, float s, const Tensor& out) {
   SLUICE_CUDA_LAUNCH_CHECK();
 }
 
+void CudaBackend::mul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  check_f32_like(a, b, "mul: a, b, out must be F32 of one shape");
+  check_f32_like(a, out, "mul: a, b, out must be F32 of one shape");
+  launch_binary(BinaryOp::mul, f32(a), stride(a), f32(b), stride(b), f32_mut(out), stride(out), rows_of(a),
+                stream_);
+  SLUICE_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::transpose(const Tensor& x, const Tensor& out) {
+  SLUICE_CHECK(x.dtype == DType::F32 && out.dtype == DType::F32 && x.ndim == 2 && out.ndim == 2 &&
+                   out.dim(0) == x.dim(1) && out.dim(1) == x.dim(0),
+               "transpose: x [R, C] and out [C, R] must be F32");
+  launch_transpose(f32(x), stride(x), f32_mut(out), stride(out), rows_of(x), stream_);
+  SLUICE_CUDA_LAUNCH_CHECK();
+}
+
 void CudaBackend::softmax(const Tensor& x, const Tensor& out) {
   check_f32_like(x, out, "softmax: x, out must be F32 of one shape");
   launch_softmax(f32(x), stride(x), f32_mut(out), stride(out), rows_of(x), stream_);

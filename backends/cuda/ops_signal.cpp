@@ -1,4 +1,4 @@
-// The CUDA backend's signal ops (the codec decoder's): argument checks as strict
+// The CUDA backend's signal ops (the codec decoder's and the speaker encoder's): argument checks as strict
 // as the CPU backend's, then one launch each (kernels in k_signal.cu).
 #include "backends/check.h"
 #include "backends/cuda/cuda_backend_impl.h"
@@ -19,14 +19,25 @@ void check_conv_operands(const Tensor& x, const Tensor& w, const Tensor& out, co
                what);
 }
 
+SignalActivation signal_activation(Backend::Activation act) {
+  switch (act) {
+    case Backend::Activation::silu: return SignalActivation::silu;
+    case Backend::Activation::gelu_erf: return SignalActivation::gelu_erf;
+    case Backend::Activation::elu: return SignalActivation::elu;
+    case Backend::Activation::sigmoid: return SignalActivation::sigmoid;
+    case Backend::Activation::tanh: return SignalActivation::tanh;
+    case Backend::Activation::sqrt: return SignalActivation::sqrt;
+    case Backend::Activation::log: return SignalActivation::log;
+  }
+  SLUICE_CHECK(false, "activate: unknown activation");
+  return SignalActivation::silu;
+}
+
 }  // namespace
 
 void CudaBackend::activate(const Tensor& x, Activation act, const Tensor& out) {
   check_unary(x, out, "activate: x, out must be F32 of one shape");
-  const SignalActivation kernel = act == Activation::silu       ? SignalActivation::silu
-                                  : act == Activation::gelu_erf ? SignalActivation::gelu_erf
-                                                                : SignalActivation::elu;
-  launch_activate(kernel, f32(x), stride(x), f32_mut(out), stride(out), rows_of(x), stream_);
+  launch_activate(signal_activation(act), f32(x), stride(x), f32_mut(out), stride(out), rows_of(x), stream_);
   SLUICE_CUDA_LAUNCH_CHECK();
 }
 

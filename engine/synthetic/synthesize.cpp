@@ -15,8 +15,8 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 // Runs the started sequence to its end; `start` is when the request arrived.
 SynthesisStats run(TtsGenerator& generator, CodecDecoder& codec, const TtsStarted& started,
-                   const TtsStageTimes& before, Clock::time_point start, int64_t frames_per_chunk,
-                   const std::function<void(std::span<const float>)>& on_audio) {
+                   std::span<const int32_t> ref_codes, const TtsStageTimes& before, Clock::time_point start,
+                   int64_t frames_per_chunk, const std::function<void(std::span<const float>)>& on_audio) {
   if (!started.ok()) throw SynthesisError(started.error, started.param);
 
   SynthesisStats stats;
@@ -24,6 +24,16 @@ SynthesisStats run(TtsGenerator& generator, CodecDecoder& codec, const TtsStarte
   CodecStream stream = codec.start();
   std::vector<int32_t> pending;  // codes of frames not yet decoded
   std::vector<float> pcm;
+  // ICL: the official package decodes the reference codes and the generated ones
+  // together and drops the reference's samples (reference §1.5). The stream decodes
+  // exactly as one pass, so decoding the reference first and dropping its output is
+  // the same audio. (The official cut, int(ref / total * samples), lands one sample
+  // short of the frame boundary for some totals; that stray sample is not made here.)
+  if (!ref_codes.empty()) {
+    const Clock::time_point decode_start = Clock::now();
+    stream.decode(ref_codes, pcm);
+    stats.decoder_ms += ms_between(decode_start, Clock::now());
+  }
   const auto decode_pending = [&] {
     const Clock::time_point decode_start = Clock::now();
     pcm.clear();
@@ -65,7 +75,8 @@ SynthesisStats synthesize(TtsGenerator& generator, CodecDecoder& codec, const Tt
                           int64_t frames_per_chunk, const std::function<void(std::span<const float>)>& on_audio) {
   const Clock::time_point start = Clock::now();
   const TtsStageTimes before = generator.times();
-  return run(generator, codec, generator.start(request), before, start, frames_per_chunk, on_audio);
+  return run(generator, codec, generator.start(request), request.prompt.ref_codes, before, start, frames_per_chunk,
+             on_audio);
 }
 
 SynthesisStats synthesize_prompt(TtsGenerator& generator, CodecDecoder& codec, TtsPrompt prompt,
@@ -73,8 +84,9 @@ SynthesisStats synthesize_prompt(TtsGenerator& generator, CodecDecoder& codec, T
                                  const std::function<void(std::span<const float>)>& on_audio) {
   const Clock::time_point start = Clock::now();
   const TtsStageTimes before = generator.times();
-  return run(generator, codec, generator.start(std::move(prompt), request), before, start, frames_per_chunk,
-             on_audio);
+  const std::vector<int32_t> ref_codes = prompt.ref_codes;
+  return run(generator, codec, generator.start(std::move(prompt), request), ref_codes, before, start,
+             frames_per_chunk, on_audio);
 }
 
 }  // namespace sluice::engine::tts

@@ -1,11 +1,14 @@
 #include "server/cli/speak_command.h"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "backends/backend.h"
@@ -16,17 +19,25 @@
 #include "engine/tts/codec/codec_decoder.h"
 #include "engine/synthetic/synthesize.h"
 #include "engine/tts/model/tts_model.h"
+#include "server/audio/audio_decoder.h"
 #include "server/audio/audio_file.h"
 
 namespace sluice::server {
 
 void add_speak_options(CLI::App& app, SpeakOptions& o) {
-  app.add_option("--model", o.model_path, "Qwen3-TTS checkpoint folder (CustomVoice or VoiceDesign)")->required();
+  app.add_option("--model", o.model_path, "Qwen3-TTS checkpoint folder (CustomVoice, VoiceDesign or Base)")->required();
   app.add_option("--text", o.text, "Text to speak")->required();
   app.add_option("--voice", o.voice, "Speaker of a CustomVoice checkpoint (default: its first)");
   app.add_option("--language", o.language, "auto or a language of the checkpoint (english, chinese, ...)")
       ->capture_default_str();
   app.add_option("--instructions", o.instructions, "Voice description or style (1.7B checkpoints)");
+  app.add_option("--ref-audio", o.ref_audio, "Base checkpoints: audio file of the voice to clone (WAV, FLAC, MP3, ...)");
+  app.add_flag("--x-vector-only", o.x_vector_only,
+               "Base checkpoints: clone from the reference's speaker embedding alone (no transcript)");
+  app.add_option("--ref-text", o.ref_text, "Base checkpoints, ICL cloning: the transcript of --ref-audio");
+  app.add_option("--ref-codes", o.ref_codes,
+                 "Base checkpoints, ICL cloning: JSON file of --ref-audio's codec codes, [frames][16] "
+                 "(until the codec encoder computes them)");
   app.add_option("--seed", o.seed, "Sampling seed (default: random)");
   app.add_option("--temperature", o.temperature, "Sampling temperature of both stages; 0 is greedy")
       ->check(CLI::NonNegativeNumber);
@@ -43,6 +54,53 @@ void add_speak_options(CLI::App& app, SpeakOptions& o) {
   app.add_option("--threads", o.threads, "CPU compute threads; 0 is one per core")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_flag("--stats", o.stats, "Print frames, per-stage times, first audio and the real-time factor to stderr");
 }
+
+namespace {
+
+// The x-vector of --ref-audio, decoded, mixed to mono and resampled to the
+// encoder's rate. Throws SynthesisError naming ref_audio when it cannot be used.
+std::vector<float> reference_embedding(const engine::tts::TtsModel& model, const SpeakOptions& o, double& ms) {
+  namespace tts = engine::tts;
+  const tts::SpeakerEncoder* encoder = model.speaker_encoder();
+  if (encoder == nullptr) throw tts::SynthesisError("only Base checkpoints clone a voice from reference audio", "ref_audio");
+  if (!o.x_vector_only && o.ref_codes.empty())
+    throw tts::SynthesisError("ICL cloning needs the reference's codes (--ref-codes, until the codec encoder "
+                              "computes them) and --ref-text; or pass --x-vector-only",
+                              "x_vector_only_mode");
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<float> samples;
+  try {
+    const DecodedAudio audio = read_audio_file(o.ref_audio);
+    samples = resample_audio(audio.samples, audio.sample_rate, encoder->sample_rate());
+  } catch (const AudioDecodeError& e) {
+    throw tts::SynthesisError(e.what(), "ref_audio");
+  }
+  if (auto error = encoder->check_length(static_cast<int64_t>(samples.size())))
+    throw tts::SynthesisError("the reference audio is too short: " + *error, "ref_audio");
+  std::vector<float> embedding = encoder->embed(samples);
+  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return embedding;
+}
+
+// --ref-codes: [[c0, ..., c15], ...] frame by frame, flattened.
+std::vector<int32_t> read_reference_codes(const std::string& path) {
+  namespace tts = engine::tts;
+  std::ifstream in(path);
+  if (!in) throw tts::SynthesisError("cannot read " + path, "ref_codes");
+  const nlohmann::json codes = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::vector<int32_t> out;
+  if (!codes.is_array() || codes.empty()) throw tts::SynthesisError(path + " is not a list of frames", "ref_codes");
+  for (const nlohmann::json& frame : codes) {
+    if (!frame.is_array()) throw tts::SynthesisError(path + " holds a frame that is not a list", "ref_codes");
+    for (const nlohmann::json& code : frame) {
+      if (!code.is_number_integer()) throw tts::SynthesisError(path + " holds a code that is not an integer", "ref_codes");
+      out.push_back(code.get<int32_t>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 int run_speak(const SpeakOptions& o) {
   namespace tts = engine::tts;
@@ -64,6 +122,12 @@ int run_speak(const SpeakOptions& o) {
       request.prompt.voice = model->config().speakers.begin()->first;
     request.prompt.language = o.language;
     request.prompt.instructions = o.instructions;
+    double embedding_ms = 0.0;
+    if (!o.ref_audio.empty()) request.prompt.speaker_embedding = reference_embedding(*model, o, embedding_ms);
+    if (!o.x_vector_only && !o.ref_codes.empty()) {
+      request.prompt.ref_codes = read_reference_codes(o.ref_codes);
+      request.prompt.ref_text = o.ref_text;
+    }
     request.seed = o.seed;
     request.temperature = o.temperature;
     if (o.max_frames) request.max_frames = *o.max_frames;
@@ -77,6 +141,7 @@ int run_speak(const SpeakOptions& o) {
     if (o.stats) {
       const double frames = std::max<double>(1.0, static_cast<double>(stats.frames));
       std::fprintf(stderr, "backend:          %s (%s)\n", backend->name().c_str(), backend->kernel_path().c_str());
+      if (!o.ref_audio.empty()) std::fprintf(stderr, "speaker encoder:  %.1f ms (decode, resample, x-vector)\n", embedding_ms);
       std::fprintf(stderr, "frames:           %lld (%s)\n", static_cast<long long>(stats.frames), stats.finish_reason.c_str());
       std::fprintf(stderr, "audio:            %.2f s\n", stats.audio_seconds);
       std::fprintf(stderr, "talker:           %.1f ms/frame (prompt prefill included)\n", stats.talker_ms / frames);

@@ -1,6 +1,7 @@
 #pragma once
 // `sluice speak --model DIR --text TEXT --out FILE.wav`: one utterance through a
-// Qwen3-TTS checkpoint folder (talker, code predictor, codec decoder), streamed
+// Qwen3-TTS checkpoint folder (talker, code predictor, codec decoder; for a Base
+// checkpoint the speaker encoder of --ref-audio's voice first), streamed
 // frame by frame as the server will, written to a WAV/FLAC/Ogg file. --stats prints
 // frames, audio seconds, ms per frame per stage, time to first audio and the
 // real-time factor.
@@ -20,6 +21,10 @@ struct SpeakOptions {
   std::string voice;            // CustomVoice speaker; default: the first one
   std::string language = "auto";
   std::string instructions;     // VoiceDesign (1.7B) voice description / style
+  std::string ref_audio;        // Base: the voice to clone (any audio file FFmpeg reads)
+  bool x_vector_only = false;   // Base: clone from the speaker embedding alone
+  std::string ref_text;         // Base ICL: the reference's transcript
+  std::string ref_codes;        // Base ICL: a JSON file of the reference's codes, [frames][16]
   std::optional<uint64_t> seed;
   std::optional<float> temperature;  // 0: greedy talker and code predictor; default: the checkpoint's
   std::optional<int> max_frames;
@@ -35,7 +40,8 @@ struct SpeakOptions {
 void add_speak_options(CLI::App& app, SpeakOptions& options);
 
 // Returns the exit code: 0 on success, 1 when the model cannot be loaded or run,
-// 2 for a request the model refuses (unknown voice or language, empty text).
+// 2 for a request the model refuses (unknown voice or language, empty text, bad or
+// missing reference audio).
 int run_speak(const SpeakOptions& options);
 
 }  // namespace sluice::server

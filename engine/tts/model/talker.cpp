@@ -48,9 +48,12 @@ void Talker::check(const TalkerStep& s, const KvCache& cache) const {
   const size_t t = s.text_of_row.size();
   SLUICE_CHECK(t > 0 && s.codec_of_row.size() == t && s.positions.size() == t && s.kv_slots.size() == t,
                "Talker::forward: row arrays differ in length");
+  const int64_t d = config_.talker.embedding_length;
+  SLUICE_CHECK(s.speaker_vectors.size() % static_cast<size_t>(d) == 0,
+               "Talker::forward: speaker vectors are not rows of the talker's width");
+  const auto num_codec_parts = static_cast<int32_t>(s.codec_ids.size() + s.speaker_vectors.size() / static_cast<size_t>(d));
   for (size_t r = 0; r < t; ++r) {
-    SLUICE_CHECK(s.text_of_row[r] < static_cast<int32_t>(s.text_ids.size()) &&
-                     s.codec_of_row[r] < static_cast<int32_t>(s.codec_ids.size()),
+    SLUICE_CHECK(s.text_of_row[r] < static_cast<int32_t>(s.text_ids.size()) && s.codec_of_row[r] < num_codec_parts,
                  "Talker::forward: row part outside its list");
     SLUICE_CHECK(s.kv_slots[r] >= 0 && s.kv_slots[r] < cache.num_slots(), "Talker::forward: KV slot outside the cache");
   }
@@ -77,19 +80,22 @@ void Talker::build_inputs(const TalkerStep& s, const Workspace::Views& views) {
   const int64_t d = config_.talker.embedding_length;
   const auto n_text = static_cast<int64_t>(s.text_ids.size());
   const auto n_codec = static_cast<int64_t>(s.codec_ids.size());
+  const auto n_speaker = static_cast<int64_t>(s.speaker_vectors.size()) / d;
   const TalkerWeights& w = weights_.talker;
 
   const Tensor text = text_out_.view(backend_, DType::F32, {n_text + 1, d});
   if (n_text > 0) project_text(s.text_ids, text.slice(0, n_text));
   backend_.fill_zero(text.slice(n_text, 1));
 
-  const Tensor codec = codec_out_.view(backend_, DType::F32, {n_codec + 1, d});
+  // Codec parts: the embeddings of codec_ids, the speaker vectors, a zero row.
+  const Tensor codec = codec_out_.view(backend_, DType::F32, {n_codec + n_speaker + 1, d});
   if (n_codec > 0) {
     const Tensor ids = codec_ids_.view(backend_, DType::I32, {n_codec});
     backend_.upload(ids, bytes_of(s.codec_ids));
     backend_.embed(w.codec_embedding, ids, codec.slice(0, n_codec));
   }
-  backend_.fill_zero(codec.slice(n_codec, 1));
+  if (n_speaker > 0) backend_.upload(codec.slice(n_codec, n_speaker), bytes_of(s.speaker_vectors));
+  backend_.fill_zero(codec.slice(n_codec + n_speaker, 1));
   if (s.num_feedback > 0) {
     // Feedback rows: C(c0) + sum_j cp.codec_embedding[j-1](c_j), added in codebook
     // order as the reference sums them.
@@ -107,7 +113,7 @@ void Talker::build_inputs(const TalkerStep& s, const Workspace::Views& views) {
   const Tensor text_map = text_map_.view(backend_, DType::I32, {t});
   const Tensor codec_map = codec_map_.view(backend_, DType::I32, {t});
   backend_.upload(text_map, bytes_of(with_zero_row(s.text_of_row, static_cast<int32_t>(n_text))));
-  backend_.upload(codec_map, bytes_of(with_zero_row(s.codec_of_row, static_cast<int32_t>(n_codec))));
+  backend_.upload(codec_map, bytes_of(with_zero_row(s.codec_of_row, static_cast<int32_t>(n_codec + n_speaker))));
   backend_.embed(text, text_map, views.hidden);     // hidden [T, d]
   backend_.embed(codec, codec_map, views.branch);   // branch [T, d] as scratch
   backend_.add(views.hidden, views.branch, views.hidden);

@@ -48,8 +48,8 @@ class Talker {
   Workspace workspace_;
   backends::Tensor final_hidden_;
   // text ids [n] I32; text rows [n + 1, th] and projected [n + 1, d] (last row zero);
-  // codec ids / feedback codes I32; codec rows [m + 1, d]; a feedback addend [f, d];
-  // row maps [T] I32.
+  // codec ids / feedback codes I32; codec parts [m + S + 1, d] (codec rows, speaker
+  // vectors, a zero row); a feedback addend [f, d]; row maps [T] I32.
   ScratchBuffer text_ids_, text_in_, text_mid_, text_out_, codec_ids_, codec_out_, feedback_ids_, feedback_add_,
       text_map_, codec_map_;
 };

@@ -12,6 +12,7 @@ void TalkerStep::clear() {
   codec_of_row.clear();
   num_feedback = 0;
   feedback_codes.clear();
+  speaker_vectors.clear();
   positions.clear();
   kv_slots.clear();
   sequences.clear();
@@ -41,6 +42,19 @@ void TalkerStepBuilder::add(const TtsPrompt& prompt, std::span<const int32_t> fr
       if (pr.text >= 0) step_.text_ids.push_back(pr.text);
       step_.codec_of_row.push_back(pr.codec < 0 ? -1 : static_cast<int32_t>(step_.codec_ids.size()));
       if (pr.codec >= 0) step_.codec_ids.push_back(pr.codec);
+      if (pr.ref_frame >= 0) {
+        // An ICL reference frame: summed like a fed-back frame (its entry goes last).
+        const auto f = static_cast<size_t>(pr.ref_frame);
+        SLUICE_CHECK(pr.codec < 0 && (f + 1) * groups <= prompt.ref_codes.size(),
+                     "TalkerStepBuilder::add: a reference-frame row past the prompt's reference codes");
+        feedback_.push_back({row, std::span<const int32_t>(prompt.ref_codes).subspan(f * groups, groups)});
+      }
+      if (pr.speaker) {
+        SLUICE_CHECK(pr.codec < 0 && static_cast<int64_t>(prompt.speaker_embedding.size()) ==
+                                         config_.talker.embedding_length,
+                     "TalkerStepBuilder::add: a speaker row without a speaker embedding of the talker's width");
+        speakers_.push_back({row, prompt.speaker_embedding});  // its codec part is set by finish()
+      }
     } else {
       const auto k = static_cast<size_t>(p - num_rows);
       SLUICE_CHECK((k + 1) * groups <= frames.size(), "TalkerStepBuilder::add: a fed-back frame is missing");
@@ -72,6 +86,13 @@ void TalkerStepBuilder::finish() {
       step_.feedback_codes[static_cast<size_t>((j - 1) * f + i)] =
           feedback_[static_cast<size_t>(i)].codes[static_cast<size_t>(j)];
   feedback_.clear();
+  // Speaker vectors follow every codec id.
+  const auto n_codec = static_cast<int32_t>(step_.codec_ids.size());
+  for (size_t i = 0; i < speakers_.size(); ++i) {
+    step_.codec_of_row[static_cast<size_t>(speakers_[i].row)] = n_codec + static_cast<int32_t>(i);
+    step_.speaker_vectors.insert(step_.speaker_vectors.end(), speakers_[i].vector.begin(), speakers_[i].vector.end());
+  }
+  speakers_.clear();
 }
 
 }  // namespace sluice::engine::tts

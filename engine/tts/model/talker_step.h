@@ -5,7 +5,8 @@
 // A sequence's rows: row p < its prompt rows is prompt row p; row p >= prompt rows
 // is the feedback of frame k = p - prompt rows: P(trailing_text[k], or tts_pad past
 // its end) + C(codebook 0 of frame k) + the code predictor's embeddings of its
-// codebooks 1..G-1 (reference §1.4). So a sequence that is preempted recomputes its
+// codebooks 1..G-1 (reference §1.4). An ICL prompt's reference-frame rows are
+// summed the same way, from the prompt's reference codes. So a sequence that is preempted recomputes its
 // rows from the frames it keeps, and one that runs on feeds back its last frame.
 #include <cstdint>
 #include <span>
@@ -19,10 +20,11 @@ namespace sluice::engine::tts {
 
 // One step on the host. T rows; each sequence's rows are contiguous and described
 // by its SequenceSlice. A row adds P(text_ids[text_of_row[r]]) when that index is
-// >= 0 and codec row codec_ids[codec_of_row[r]] when >= 0. The last num_feedback
-// entries of codec_ids are feedback rows: they also add the code predictor's
-// embeddings of codebooks 1..G-1, feedback_codes[(j - 1) * num_feedback + i] for
-// codebook j of feedback entry i.
+// >= 0 and, when codec_of_row[r] >= 0, entry codec_of_row[r] of the codec parts:
+// the embeddings of codec_ids, then the speaker_vectors as they are. The last
+// num_feedback entries of codec_ids are feedback rows: they also add the code
+// predictor's embeddings of codebooks 1..G-1, feedback_codes[(j - 1) *
+// num_feedback + i] for codebook j of feedback entry i.
 struct TalkerStep {
   std::vector<int32_t> text_ids;
   std::vector<int32_t> text_of_row;   // [T]
@@ -30,6 +32,7 @@ struct TalkerStep {
   std::vector<int32_t> codec_of_row;  // [T]
   int32_t num_feedback = 0;
   std::vector<int32_t> feedback_codes;  // [(G - 1) * num_feedback]
+  std::vector<float> speaker_vectors;   // [S, d]: Base prompts' x-vectors (codec parts n_codec .. n_codec + S - 1)
   std::vector<int32_t> positions;       // [T]
   std::vector<int32_t> kv_slots;        // [T]
   std::vector<backends::SequenceSlice> sequences;
@@ -50,7 +53,8 @@ class TalkerStepBuilder {
   void add(const TtsPrompt& prompt, std::span<const int32_t> frames, int64_t start, int64_t count,
            std::span<const int32_t> block_table);
 
-  // Appends the feedback rows' codec entries (they go last in codec_ids).
+  // Appends the feedback rows' codec entries (they go last in codec_ids) and the
+  // speaker rows' vectors.
   void finish();
 
  private:
@@ -58,11 +62,16 @@ class TalkerStepBuilder {
     int32_t row;
     std::span<const int32_t> codes;  // [G]
   };
+  struct SpeakerRow {
+    int32_t row;
+    std::span<const float> vector;  // [d]
+  };
 
   const TtsConfig& config_;
   const int32_t block_size_;
   TalkerStep& step_;
   std::vector<Feedback> feedback_;
+  std::vector<SpeakerRow> speakers_;
 };
 
 }  // namespace sluice::engine::tts

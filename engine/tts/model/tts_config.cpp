@@ -86,6 +86,56 @@ void read_speakers(const ConfigReader& talker, TtsConfig& c) {
   }
 }
 
+std::vector<int64_t> integer_list(const ConfigReader& r, std::string_view name, std::vector<int64_t> fallback) {
+  const json* value = r.find(name);
+  if (value == nullptr) return fallback;
+  if (!value->is_array()) r.fail(name, "is not a list");
+  std::vector<int64_t> out;
+  for (const json& item : *value) {
+    if (!item.is_number_integer() || item.get<int64_t>() <= 0) r.fail(name, "holds a value that is not a positive integer");
+    out.push_back(item.get<int64_t>());
+  }
+  return out;
+}
+
+// speaker_encoder_config: absent keys take the official class defaults. The mel
+// front-end is fixed in the official code (128 mels of 24 kHz audio), so the
+// config must agree with it; the x-vector is the talker's speaker row, so it has
+// the talker's width.
+SpeakerEncoderConfig read_speaker_encoder(const ConfigReader& r, int64_t talker_hidden) {
+  SpeakerEncoderConfig s;
+  auto positive = [&](std::string_view name, int64_t fallback) {
+    const int64_t v = r.integer(name).value_or(fallback);
+    if (v <= 0) r.fail(name, "must be positive");
+    return v;
+  };
+  s.mel_dim = positive("mel_dim", s.mel_dim);
+  s.enc_dim = positive("enc_dim", s.enc_dim);
+  s.channels = integer_list(r, "enc_channels", s.channels);
+  s.kernel_sizes = integer_list(r, "enc_kernel_sizes", s.kernel_sizes);
+  s.dilations = integer_list(r, "enc_dilations", s.dilations);
+  s.attention_channels = positive("enc_attention_channels", s.attention_channels);
+  s.res2net_scale = positive("enc_res2net_scale", s.res2net_scale);
+  s.se_channels = positive("enc_se_channels", s.se_channels);
+  s.sample_rate = static_cast<int32_t>(positive("sample_rate", s.sample_rate));
+  if (s.mel_dim != 128) r.fail("mel_dim", "is not 128, the official mel front-end's bins");
+  if (s.sample_rate != 24000) r.fail("sample_rate", "is not 24000, the official mel front-end's rate");
+  if (s.enc_dim != talker_hidden) r.fail("enc_dim", "differs from the talker's hidden_size");
+  if (s.kernel_sizes.size() != s.channels.size() || s.dilations.size() != s.channels.size())
+    r.fail("enc_channels", "enc_kernel_sizes and enc_dilations differ in length");
+  if (s.channels.size() < 3) r.fail("enc_channels", "needs a first layer, a block and the aggregation layer");
+  int64_t aggregated = 0;
+  for (size_t i = 1; i + 1 < s.channels.size(); ++i) {
+    // Each block adds its input back, and the Res2Net splits its width in `scale`.
+    if (s.channels[i] != s.channels[i - 1]) r.fail("enc_channels", "changes width at a residual block");
+    if (s.channels[i] % s.res2net_scale != 0) r.fail("enc_channels", "is not a multiple of enc_res2net_scale");
+    aggregated += s.channels[i];
+  }
+  if (s.res2net_scale < 2) r.fail("enc_res2net_scale", "must be at least 2");
+  if (aggregated != s.channels.back()) r.fail("enc_channels", "last entry is not the sum of the blocks' widths");
+  return s;
+}
+
 void read_generation_config(const std::filesystem::path& path, TtsConfig& c) {
   const json root = loader::detail::parse_json_file(path, kMaxConfigBytes);
   if (!root.is_object()) throw LoadError(path, "is not a JSON object");
@@ -128,15 +178,14 @@ TtsConfig read_tts_config(const std::filesystem::path& dir) {
   if (auto type = top.string("model_type"); type && *type != "qwen3_tts")
     top.fail("model_type", "is '" + *type + "', not qwen3_tts");
   const std::string kind = top.string("tts_model_type").value_or("");
-  if (kind == "base")
-    top.fail("tts_model_type", "is 'base': voice-clone checkpoints need the speaker encoder, which sluice does not "
-                               "support yet; use a CustomVoice or VoiceDesign checkpoint");
   if (kind == "custom_voice") {
     c.kind = TtsKind::custom_voice;
   } else if (kind == "voice_design") {
     c.kind = TtsKind::voice_design;
+  } else if (kind == "base") {
+    c.kind = TtsKind::base;
   } else {
-    top.fail("tts_model_type", "is '" + kind + "', not custom_voice or voice_design");
+    top.fail("tts_model_type", "is '" + kind + "', not base, custom_voice or voice_design");
   }
   c.model_size = top.string("tts_model_size").value_or("");
   c.text = {id_value(top, "im_start_token_id"), id_value(top, "im_end_token_id"), id_value(top, "assistant_token_id"),
@@ -180,6 +229,14 @@ TtsConfig read_tts_config(const std::filesystem::path& dir) {
   // codebooks index its own vocabulary, and the 16 codes feed the talker back.
   if (c.predictor.vocab_size > c.talker.vocab_size) predictor.fail("vocab_size", "exceeds the talker's codec vocabulary");
 
+  if (c.kind == TtsKind::base) {
+    // The official config class fills an absent speaker_encoder_config with defaults.
+    static const json kEmpty = json::object();
+    const json* speaker = top.object("speaker_encoder_config");
+    const ConfigReader reader(c.path, speaker ? *speaker : kEmpty, "speaker_encoder_config.");
+    c.speaker_encoder = read_speaker_encoder(reader, c.talker.embedding_length);
+  }
+
   const std::filesystem::path generation = dir / "generation_config.json";
   if (std::filesystem::exists(generation)) read_generation_config(generation, c);
   return c;
@@ -188,7 +245,7 @@ TtsConfig read_tts_config(const std::filesystem::path& dir) {
 TtsConfig tts_config_preset(std::string_view size, TtsKind kind) {
   const bool large = size == "1.7b";
   if (!large && size != "0.6b") throw std::invalid_argument("Qwen3-TTS size must be 0.6b or 1.7b");
-  if (kind == TtsKind::base) throw std::invalid_argument("Base (voice-clone) checkpoints are not supported yet");
+  if (kind == TtsKind::base) throw std::invalid_argument("Base has no preset: its speaker encoder needs real weights");
   if (kind == TtsKind::voice_design && !large) throw std::invalid_argument("VoiceDesign is published at 1.7b only");
   TtsConfig c;
   c.path = "preset:" + std::string(size) + "-" + std::string(tts_kind_name(kind));

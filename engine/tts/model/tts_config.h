@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/models/hparams.h"
 
@@ -51,6 +53,25 @@ struct StageSampling {
   float repetition_penalty = 1.0f;  // talker only: over the generated codebook-0 ids
 };
 
+// The Base checkpoints' speaker encoder (speaker_encoder_config; reference §1.7,
+// §2.1): an ECAPA-TDNN over 128-bin log-mels of 24 kHz audio. Entry i of the three
+// lists describes layer i: 0 the first TDNN, 1..n-2 the SE-Res2Net blocks, n-1 the
+// multi-layer aggregation over the blocks' concatenated outputs.
+struct SpeakerEncoderConfig {
+  int64_t mel_dim = 128;
+  int64_t enc_dim = 1024;  // the x-vector's width: the talker's hidden size
+  std::vector<int64_t> channels{512, 512, 512, 512, 1536};
+  std::vector<int64_t> kernel_sizes{5, 3, 3, 3, 1};
+  std::vector<int64_t> dilations{1, 2, 3, 4, 1};
+  int64_t attention_channels = 128;
+  int64_t res2net_scale = 8;
+  int64_t se_channels = 128;
+  int32_t sample_rate = 24000;
+
+  size_t num_layers() const { return channels.size(); }
+  int64_t pooled_channels() const { return channels.back(); }
+};
+
 struct TtsConfig {
   std::filesystem::path path;  // config.json, for messages
   std::string model_size;      // tts_model_size: "0b6" | "1b7"
@@ -68,6 +89,7 @@ struct TtsConfig {
   std::map<std::string, int32_t> speakers;          // lower-case name -> codec_embedding row
   std::map<std::string, std::string> speaker_dialect;  // name -> its dialect's language key (spk_is_dialect)
   std::map<std::string, int32_t> languages;         // lower-case name -> codec id (dialects included)
+  std::optional<SpeakerEncoderConfig> speaker_encoder;  // Base checkpoints only
   StageSampling talker_sampling{true, 0.9f, 50, 1.0f, 1.05f};
   StageSampling predictor_sampling{true, 0.9f, 50, 1.0f, 1.0f};
   int32_t max_new_tokens = 2048;
@@ -81,14 +103,13 @@ struct TtsConfig {
 };
 
 // Reads dir/config.json and, when present, dir/generation_config.json. Throws
-// loader::LoadError naming the file and the key; a Base (voice-clone) checkpoint is
-// refused (its speaker encoder is not supported yet).
+// loader::LoadError naming the file and the key.
 TtsConfig read_tts_config(const std::filesystem::path& dir);
 
 // The published configuration of a size ("0.6b" | "1.7b") and kind (CustomVoice
 // speakers and dialects; VoiceDesign is 1.7B only), for benchmarks on random
 // weights without files. Throws std::invalid_argument for another size or a
-// combination that was never published.
+// combination that was never published, and for Base (no random speaker encoder).
 TtsConfig tts_config_preset(std::string_view size, TtsKind kind);
 
 }  // namespace sluice::engine::tts

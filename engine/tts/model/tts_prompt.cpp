@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace sluice::engine::tts {
 namespace {
@@ -24,20 +25,34 @@ std::string speaker_list(const TtsConfig& c) {
   return out;
 }
 
-// The rows after the role: codec prefix and text (reference §1.4 steps 3-4).
-void append_body(const TtsConfig& c, int32_t language_id, int32_t speaker, const std::vector<int32_t>& text,
-                 bool non_streaming, TtsPrompt& prompt) {
-  std::vector<int32_t> prefix;
-  if (language_id < 0) {
-    prefix = {c.codec.nothink, c.codec.think_bos, c.codec.think_eos};
-  } else {
-    prefix = {c.codec.think, c.codec.think_bos, language_id, c.codec.think_eos};
-  }
-  if (speaker >= 0) prefix.push_back(speaker);
-  prefix.push_back(c.codec.pad);  // the final bos is added with the first text row
-  for (size_t i = 0; i < prefix.size(); ++i)
-    prompt.rows.push_back({i + 1 < prefix.size() ? c.text.tts_pad : c.text.tts_bos, prefix[i]});
+// The codec-prefix part of a speaker row: a codec id (CustomVoice), the x-vector
+// (Base), or none.
+struct Speaker {
+  int32_t codec = -1;
+  bool embedding = false;
+};
 
+// The codec prefix after the role (reference §1.4 step 3): think / nothink, the
+// language, the speaker part, pad, under tts_pad ... tts_bos. Its final codec bos
+// comes with the first text (or ICL) row.
+void append_prefix(const TtsConfig& c, int32_t language_id, Speaker speaker, TtsPrompt& prompt) {
+  std::vector<PromptRow> prefix;
+  if (language_id < 0) {
+    prefix = {{-1, c.codec.nothink}, {-1, c.codec.think_bos}, {-1, c.codec.think_eos}};
+  } else {
+    prefix = {{-1, c.codec.think}, {-1, c.codec.think_bos}, {-1, language_id}, {-1, c.codec.think_eos}};
+  }
+  if (speaker.codec >= 0) prefix.push_back({-1, speaker.codec});
+  if (speaker.embedding) prefix.push_back({-1, -1, true});
+  prefix.push_back({-1, c.codec.pad});
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    prefix[i].text = i + 1 < prefix.size() ? c.text.tts_pad : c.text.tts_bos;
+    prompt.rows.push_back(prefix[i]);
+  }
+}
+
+// The text after the prefix (reference §1.4 step 4a / 4b).
+void append_text(const TtsConfig& c, const std::vector<int32_t>& text, bool non_streaming, TtsPrompt& prompt) {
   if (non_streaming) {
     for (int32_t id : text) prompt.rows.push_back({id, c.codec.pad});
     prompt.rows.push_back({c.text.tts_eos, c.codec.pad});
@@ -49,6 +64,56 @@ void append_body(const TtsConfig& c, int32_t language_id, int32_t speaker, const
   }
 }
 
+// ICL (reference §1.4 4c, the official generate_icl_prompt): the text track is the
+// reference transcript, the text and tts_eos; the codec track codec bos, then each
+// reference frame. Streaming text zips the two (text past the codec rows trails,
+// codec rows past the text get tts_pad); non-streaming puts the text first (with
+// codec pad) and the codec rows after it (with tts_pad).
+void append_icl(const TtsConfig& c, const std::vector<int32_t>& ref_text, const std::vector<int32_t>& text,
+                int32_t num_frames, bool non_streaming, TtsPrompt& prompt) {
+  std::vector<int32_t> all = ref_text;
+  all.insert(all.end(), text.begin(), text.end());
+  all.push_back(c.text.tts_eos);
+  const auto codec_row = [&](int32_t i, int32_t text_id) {
+    return i == 0 ? PromptRow{text_id, c.codec.bos} : PromptRow{text_id, -1, false, i - 1};
+  };
+  if (non_streaming) {
+    for (int32_t id : all) prompt.rows.push_back({id, c.codec.pad});
+    for (int32_t i = 0; i <= num_frames; ++i) prompt.rows.push_back(codec_row(i, c.text.tts_pad));
+    return;
+  }
+  for (int32_t i = 0; i <= num_frames; ++i)
+    prompt.rows.push_back(codec_row(i, static_cast<size_t>(i) < all.size() ? all[static_cast<size_t>(i)] : c.text.tts_pad));
+  if (all.size() > static_cast<size_t>(num_frames) + 1)
+    prompt.trailing_text.assign(all.begin() + num_frames + 1, all.end());
+}
+
+// A Base request's reference: the x-vector, and for ICL the codes and transcript.
+std::optional<PromptError> check_reference(const TtsConfig& c, const PromptRequest& req) {
+  if (c.kind != TtsKind::base) {
+    if (!req.speaker_embedding.empty() || !req.ref_codes.empty() || !req.ref_text.empty())
+      return PromptError{"only a Base model clones a voice from reference audio", "ref_audio"};
+    return std::nullopt;
+  }
+  if (!req.voice.empty())
+    return PromptError{"this Base model has no preset voices: it clones the voice of reference audio", "voice"};
+  if (req.speaker_embedding.empty()) return PromptError{"this Base model clones a voice: give reference audio", "ref_audio"};
+  if (static_cast<int64_t>(req.speaker_embedding.size()) != c.talker.embedding_length)
+    return PromptError{"the speaker embedding has " + std::to_string(req.speaker_embedding.size()) +
+                           " values; this model's are " + std::to_string(c.talker.embedding_length),
+                       "ref_audio"};
+  if (req.ref_codes.empty()) return std::nullopt;  // x-vector mode
+  const auto groups = static_cast<size_t>(c.num_code_groups);
+  if (req.ref_codes.size() % groups != 0)
+    return PromptError{"the reference codes are not whole frames of " + std::to_string(groups), "ref_audio"};
+  for (int32_t code : req.ref_codes)
+    if (code < 0 || code >= c.predictor.vocab_size)
+      return PromptError{"a reference code is outside the codebooks", "ref_audio"};
+  if (req.ref_text.empty())
+    return PromptError{"cloning from reference codes needs the reference's transcript", "ref_text"};
+  return std::nullopt;
+}
+
 }  // namespace
 
 TtsPrompt synthetic_prompt(const TtsConfig& c, int32_t num_text_tokens) {
@@ -58,7 +123,8 @@ TtsPrompt synthetic_prompt(const TtsConfig& c, int32_t num_text_tokens) {
   for (int32_t i = 0; i < std::max(num_text_tokens, 1); ++i)
     text.push_back(static_cast<int32_t>((1000 + 7919 * static_cast<int64_t>(i)) % c.text_vocab_size));
   const int32_t speaker = c.speakers.empty() ? -1 : c.speakers.begin()->second;
-  append_body(c, -1, speaker, text, true, prompt);
+  append_prefix(c, -1, {speaker, false}, prompt);
+  append_text(c, text, true, prompt);
   return prompt;
 }
 
@@ -66,7 +132,8 @@ std::variant<TtsPrompt, PromptError> build_prompt(const TtsConfig& c, const toke
                                                   const PromptRequest& req) {
   if (req.text.empty()) return PromptError{"the text to speak is empty", "input"};
 
-  // Speaker: a codec row of the CustomVoice checkpoint; VoiceDesign has none.
+  // Speaker: a codec row of the CustomVoice checkpoint, the reference voice's
+  // x-vector for Base; VoiceDesign has none.
   const std::string voice = lower(req.voice);
   int32_t speaker = -1;
   if (c.kind == TtsKind::custom_voice) {
@@ -74,10 +141,11 @@ std::variant<TtsPrompt, PromptError> build_prompt(const TtsConfig& c, const toke
     if (it == c.speakers.end())
       return PromptError{"voice '" + req.voice + "' is not one of this model's speakers: " + speaker_list(c), "voice"};
     speaker = it->second;
-  } else if (!voice.empty()) {
+  } else if (c.kind == TtsKind::voice_design && !voice.empty()) {
     return PromptError{"this VoiceDesign model has no preset voices: describe the voice in the instructions",
                        "voice"};
   }
+  if (auto error = check_reference(c, req)) return *error;
 
   // Language: "auto" or a listed non-dialect language; dialect speakers replace
   // chinese and auto by their dialect (reference §8.4).
@@ -111,7 +179,22 @@ std::variant<TtsPrompt, PromptError> build_prompt(const TtsConfig& c, const toke
   const std::vector<int32_t> text(ids.begin() + 3, ids.end() - 5);
   prompt.num_text_tokens = static_cast<int64_t>(text.size());
 
-  append_body(c, language_id, speaker, text, req.non_streaming, prompt);
+  // The official wrapper feeds a Base voice clone's text while it speaks
+  // (generate_voice_clone's non_streaming_mode=False) and the others' all at once.
+  const bool non_streaming = req.non_streaming.value_or(c.kind != TtsKind::base);
+  const bool clone = c.kind == TtsKind::base;
+  if (clone) prompt.speaker_embedding = req.speaker_embedding;
+  append_prefix(c, language_id, {speaker, clone}, prompt);
+  if (req.ref_codes.empty()) {
+    append_text(c, text, non_streaming, prompt);
+    return prompt;
+  }
+  // The transcript is sliced by position as the reference does: [3:-2].
+  const std::vector<int32_t> ref = encode("<|im_start|>assistant\n" + req.ref_text + "<|im_end|>\n");
+  if (ref.size() < 6) return PromptError{"the reference transcript is empty after tokenization", "ref_text"};
+  prompt.ref_codes = req.ref_codes;
+  const auto frames = static_cast<int32_t>(req.ref_codes.size() / static_cast<size_t>(c.num_code_groups));
+  append_icl(c, std::vector<int32_t>(ref.begin() + 3, ref.end() - 2), text, frames, non_streaming, prompt);
   return prompt;
 }
 

@@ -3,8 +3,12 @@
 // builds them (reference §1.4, §8.3-8.5): an optional instruct block, the role
 // rows, the codec prefix (think / language / speaker / pad) under tts_pad..tts_bos,
 // then the text. Each row is the sum of an optional text-track id (through the
-// text projection) and an optional codec-track id. Pure functions; any thread.
+// text projection) and an optional codec-track part: a codec id's embedding; for a
+// Base checkpoint's speaker row the reference voice's x-vector as it is; for its ICL
+// rows the sum of a reference frame's code embeddings.
+// Pure functions; any thread.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -17,19 +21,37 @@ namespace sluice::engine::tts {
 struct PromptRow {
   int32_t text = -1;   // text-vocabulary id whose projection the row adds, or -1
   int32_t codec = -1;  // codec-vocabulary id whose embedding the row adds, or -1
+  bool speaker = false;  // the row adds the prompt's speaker_embedding instead (codec is -1)
+  // ICL: the row adds the sum of reference frame ref_frame's code embeddings (as a
+  // fed-back frame does) instead (codec is -1); -1 when not.
+  int32_t ref_frame = -1;
   bool operator==(const PromptRow&) const = default;
 };
 
 struct PromptRequest {
   std::string text;
-  std::string voice;         // CustomVoice speaker (case-insensitive); empty for VoiceDesign
+  std::string voice;         // CustomVoice speaker (case-insensitive); empty for VoiceDesign and Base
   std::string language = "auto";  // "auto" or a language of the checkpoint (case-insensitive)
   std::string instructions;  // dropped by 0.6B checkpoints, as the official wrapper does
-  bool non_streaming = true;  // all text in the prefill (the official CustomVoice/VoiceDesign default)
+  // All text in the prefill; absent: the official default of the checkpoint's kind
+  // (true for CustomVoice and VoiceDesign, false for Base voice cloning).
+  std::optional<bool> non_streaming{};
+  // Base: the reference voice's x-vector (SpeakerEncoder::embed, talker width), the
+  // prompt's speaker row (reference §1.7).
+  std::vector<float> speaker_embedding{};
+  // Base ICL mode, with the x-vector: the reference's codes [frames, G] (the codec
+  // encoder's) and its transcript lead the text (reference §1.4 4c). Empty: x-vector
+  // mode.
+  std::vector<int32_t> ref_codes{};
+  std::string ref_text{};
 };
 
 struct TtsPrompt {
   std::vector<PromptRow> rows;
+  std::vector<float> speaker_embedding;  // [d] what the `speaker` row adds; empty when none
+  // [frames, G] the ICL reference's codes, which ref_frame rows sum; the codec decoder
+  // decodes them before the generated frames and drops their samples (§1.5).
+  std::vector<int32_t> ref_codes;
   // Text ids added to generation step k's input while k < size (streaming text
   // mode); tts_pad afterwards.
   std::vector<int32_t> trailing_text;

@@ -47,6 +47,8 @@ class ForwardingBackend : public Backend {
   void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) override { inner_->geglu(gate, up, out); }
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override { inner_->add(a, b, out); }
   void scale(const Tensor& x, float s, const Tensor& out) override { inner_->scale(x, s, out); }
+  void mul(const Tensor& a, const Tensor& b, const Tensor& out) override { inner_->mul(a, b, out); }
+  void transpose(const Tensor& x, const Tensor& out) override { inner_->transpose(x, out); }
   void softmax(const Tensor& x, const Tensor& out) override { inner_->softmax(x, out); }
   void activate(const Tensor& x, Activation act, const Tensor& out) override { inner_->activate(x, act, out); }
   void clamp(const Tensor& x, float lo, float hi, const Tensor& out) override { inner_->clamp(x, lo, hi, out); }

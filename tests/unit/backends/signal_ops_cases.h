@@ -1,6 +1,6 @@
 #pragma once
-// The signal ops of backend.h (activate, clamp, add_bias, snake and the three
-// causal convolutions) as test cases that run on any backend: one description
+// The signal ops of backend.h (activate with each activation, clamp, add_bias,
+// snake and the three causal convolutions) as test cases that run on any backend: one description
 // per op, host inputs, a run over any range of output steps (feeding the step
 // range its left-context rows), and a double-precision reference written from
 // backend.h's formulas with the F32 error bound each output is held to.
@@ -18,13 +18,17 @@
 
 namespace sluice::backends::test {
 
-enum class SignalKind { silu, gelu_erf, elu, clamp, add_bias, snake, conv1d, depthwise, conv_transpose };
+enum class SignalKind { silu, gelu_erf, elu, sigmoid, tanh, sqrt, log, clamp, add_bias, snake, conv1d, depthwise, conv_transpose };
 
 inline const char* signal_kind_name(SignalKind kind) {
   switch (kind) {
     case SignalKind::silu: return "activate silu";
     case SignalKind::gelu_erf: return "activate gelu_erf";
     case SignalKind::elu: return "activate elu";
+    case SignalKind::sigmoid: return "activate sigmoid";
+    case SignalKind::tanh: return "activate tanh";
+    case SignalKind::sqrt: return "activate sqrt";
+    case SignalKind::log: return "activate log";
     case SignalKind::clamp: return "clamp";
     case SignalKind::add_bias: return "add_bias";
     case SignalKind::snake: return "snake";
@@ -98,7 +102,8 @@ inline SignalCase make_signal_case(SignalKind kind, int64_t cin, int64_t cout, i
 // Odd sizes: channels off multiples of 16, every dilation and stride of the codec.
 inline std::vector<SignalCase> signal_test_cases(std::mt19937& rng) {
   std::vector<SignalCase> cases;
-  for (SignalKind kind : {SignalKind::silu, SignalKind::gelu_erf, SignalKind::elu, SignalKind::clamp, SignalKind::add_bias,
+  for (SignalKind kind : {SignalKind::silu, SignalKind::gelu_erf, SignalKind::elu, SignalKind::sigmoid, SignalKind::tanh,
+                          SignalKind::sqrt, SignalKind::log, SignalKind::clamp, SignalKind::add_bias,
                           SignalKind::snake})
     for (int64_t channels : {1, 19, 96})
       cases.push_back(make_signal_case(kind, channels, channels, 1, 1, false, rng));
@@ -119,9 +124,12 @@ inline std::vector<SignalCase> signal_test_cases(std::mt19937& rng) {
 }
 
 inline std::vector<float> random_signal_input(const SignalCase& c, int64_t steps, std::mt19937& rng) {
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  // sqrt and log get their domain, from tiny to large (the speaker encoder's
+  // magnitudes and clamped mel energies).
+  const bool positive = c.kind == SignalKind::sqrt || c.kind == SignalKind::log;
+  std::uniform_real_distribution<float> dist(positive ? -12.0f : -2.0f, positive ? 6.0f : 2.0f);
   std::vector<float> x(size_t((steps + c.context()) * c.cin));
-  for (float& v : x) v = dist(rng);
+  for (float& v : x) v = positive ? std::exp(dist(rng)) : dist(rng);
   return x;
 }
 
@@ -168,6 +176,10 @@ inline std::vector<float> run_signal(Backend& backend, const SignalCase& c, cons
     case SignalKind::silu: backend.activate(xt.tensor, Backend::Activation::silu, dst.tensor); break;
     case SignalKind::gelu_erf: backend.activate(xt.tensor, Backend::Activation::gelu_erf, dst.tensor); break;
     case SignalKind::elu: backend.activate(xt.tensor, Backend::Activation::elu, dst.tensor); break;
+    case SignalKind::sigmoid: backend.activate(xt.tensor, Backend::Activation::sigmoid, dst.tensor); break;
+    case SignalKind::tanh: backend.activate(xt.tensor, Backend::Activation::tanh, dst.tensor); break;
+    case SignalKind::sqrt: backend.activate(xt.tensor, Backend::Activation::sqrt, dst.tensor); break;
+    case SignalKind::log: backend.activate(xt.tensor, Backend::Activation::log, dst.tensor); break;
     case SignalKind::clamp: backend.clamp(xt.tensor, -0.5f, 0.25f, dst.tensor); break;
     case SignalKind::add_bias: backend.add_bias(xt.tensor, bias.tensor, dst.tensor); break;
     case SignalKind::snake: backend.snake(xt.tensor, alpha.tensor, inv_beta.tensor, dst.tensor); break;
@@ -226,6 +238,22 @@ inline SignalReference signal_reference(const SignalCase& c, const std::vector<f
         case SignalKind::elu:
           v = xv > 0 ? xv : std::expm1(xv);
           mag = 1e-6 * std::fabs(v);  // expm1f: a few ulp
+          break;
+        case SignalKind::sigmoid:
+          v = 1.0 / (1.0 + std::exp(-xv));
+          mag = 1e-6 * std::fabs(v);
+          break;
+        case SignalKind::tanh:
+          v = std::tanh(xv);
+          mag = 1e-6 * std::fabs(v);
+          break;
+        case SignalKind::sqrt:
+          v = std::sqrt(xv);
+          mag = u * std::fabs(v);  // correctly rounded
+          break;
+        case SignalKind::log:
+          v = std::log(xv);
+          mag = 1e-6 * std::fabs(v) + 1e-12;  // a few ulp of the result
           break;
         case SignalKind::clamp:
           v = std::min(std::max(xv, -0.5), 0.25);

@@ -14,6 +14,7 @@
 #include "backends/cpu/dequantize.h"
 #include "backends/cpu/half.h"
 #include "cpu_test_util.h"
+#include "tests/unit/backends/backend_test_util.h"
 
 namespace sluice::backends::test {
 namespace {
@@ -124,6 +125,36 @@ TEST_CASE("ops: swiglu, geglu, add, scale") {
     backend->scale(gt.tensor, 0.125f, gt.tensor);
     CHECK(gt.get(*backend)[n - 1] == g[n - 1] * 0.125f);  // exact: power of two
     check_rows(gt.get(*backend), s.t, s.d, [&](int64_t i, int64_t k) { return std::pair{at(g, i, k) * 0.125, 0.0}; });
+  }
+}
+
+TEST_CASE("ops: mul is the exact product; transpose moves every element, strided rows too") {
+  auto backend = make_cpu_backend(2);
+  std::mt19937 rng(25);
+  for (const Shape s : kShapes) {
+    CAPTURE(s.t);
+    CAPTURE(s.d);
+    const size_t n = static_cast<size_t>(s.t * s.d);
+    const auto a = random_floats(rng, n, -3.0f, 3.0f), b = random_floats(rng, n, -3.0f, 3.0f);
+    BackendTensor at(*backend, DType::F32, {s.t, s.d}, 3), bt(*backend, DType::F32, {s.t, s.d});
+    at.upload(a);
+    bt.upload(b);
+    backend->mul(at.tensor, bt.tensor, at.tensor);  // out aliases a
+    std::vector<float> want(n);
+    for (size_t i = 0; i < n; ++i) want[i] = a[i] * b[i];
+    CHECK(bits_equal(at.download(), want));
+    CHECK(at.padding_intact());
+
+    // Wider than one 32 x 32 tile in both directions for the larger shapes.
+    BackendTensor xt(*backend, DType::F32, {s.t, s.d}, 5), out(*backend, DType::F32, {s.d, s.t}, 2);
+    xt.upload(a);
+    out.upload(std::vector<float>(n, 0.0f));  // sets the padding the op must leave alone
+    backend->transpose(xt.tensor, out.tensor);
+    std::vector<float> transposed(n);
+    for (int64_t r = 0; r < s.t; ++r)
+      for (int64_t c = 0; c < s.d; ++c) transposed[size_t(c * s.t + r)] = a[size_t(r * s.d + c)];
+    CHECK(bits_equal(out.download(), transposed));
+    CHECK(out.padding_intact());
   }
 }
 

@@ -6,7 +6,7 @@
 // every build; each TEST_CASE starts by getting the CUDA backend or skipping with a
 // MESSAGE ("built without CUDA", "no CUDA device (cudaErrorNoDevice ...)").
 //
-// This file: memory, embed, norms, element-wise ops, rope and write_kv. Tolerances: cuda_parity_util.h.
+// This file: memory, embed, norms, element-wise ops, transpose, rope and write_kv. Tolerances: cuda_parity_util.h.
 
 #include <doctest/doctest.h>
 
@@ -188,7 +188,7 @@ TEST_CASE("cuda parity: rms_norm and layer_norm (with and without bias), in plac
   }
 }
 
-TEST_CASE("cuda parity: swiglu, geglu, add, scale, softmax") {
+TEST_CASE("cuda parity: swiglu, geglu, add, mul, scale, softmax") {
   Backends b = backends_or_skip();
   if (!b) return;
   ErrorLog log("CUDA element-wise parity");
@@ -226,6 +226,12 @@ TEST_CASE("cuda parity: swiglu, geglu, add, scale, softmax") {
       both([&](Backend& be, auto of) { be.add(of(gt), of(ut), of(ut)); });  // out aliases b
       log.check("add in place", "", ut.g.download(), ut.c.download(), 0.0);
 
+      both([&](Backend& be, auto of) { be.mul(of(gt), of(ut), of(out)); });
+      log.check("mul", "", out.g.download(), out.c.download(), 0.0);
+      both([&](Backend& be, auto of) { be.mul(of(gt), of(ut), of(ut)); });  // out aliases b
+      log.check("mul in place", "", ut.g.download(), ut.c.download(), 0.0);
+      ut.upload(u);
+
       both([&](Backend& be, auto of) { be.scale(of(gt), 0.37f, of(out)); });
       log.check("scale", "", out.g.download(), out.c.download(), 0.0);
       both([&](Backend& be, auto of) { be.scale(of(gt), -1.7f, of(gt)); });
@@ -245,6 +251,27 @@ TEST_CASE("cuda parity: swiglu, geglu, add, scale, softmax") {
 
       CHECK(gt.g.padding_intact());
       CHECK(ut.g.padding_intact());
+      CHECK(out.g.padding_intact());
+    }
+  }
+}
+
+TEST_CASE("cuda parity: transpose of tile-sized, ragged and strided matrices") {
+  Backends b = backends_or_skip();
+  if (!b) return;
+  ErrorLog log("CUDA transpose parity");
+  std::mt19937 rng(6);
+  for (auto [r, c] : {std::pair<int64_t, int64_t>{1, 1536}, {1536, 1}, {37, 100}, {64, 32}, {301, 1536}}) {
+    for (int64_t pad : {0, 3}) {
+      CAPTURE(r);
+      CAPTURE(c);
+      CAPTURE(pad);
+      Twin x(b, DType::F32, {r, c}, pad), out(b, DType::F32, {c, r}, pad);
+      x.upload(random_floats(rng, size_t(r * c)));
+      out.upload(std::vector<float>(size_t(r * c), 0.0f));
+      b.cpu->transpose(x.c.tensor, out.c.tensor);
+      b.gpu->transpose(x.g.tensor, out.g.tensor);
+      log.check("transpose", "", out.g.download(), out.c.download(), 0.0);
       CHECK(out.g.padding_intact());
     }
   }

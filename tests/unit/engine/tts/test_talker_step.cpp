@@ -72,4 +72,44 @@ TEST_CASE("talker step: a running sequence feeds back its last frame only") {
 }
 
 }  // namespace
+TEST_CASE("talker step: a Base prompt's speaker row takes its x-vector, after every codec id") {
+  TtsConfig config = small_config();
+  config.talker.embedding_length = 2;
+  TtsPrompt a;  // codec, x-vector, codec
+  a.rows = {{.text = 1, .codec = 20}, {.text = 2, .codec = -1, .speaker = true}, {.text = 3, .codec = 21}};
+  a.speaker_embedding = {0.5f, -0.25f};
+  TtsPrompt b;
+  b.rows = {{.text = 4, .codec = -1, .speaker = true}};
+  b.speaker_embedding = {2.0f, 3.0f};
+  const std::vector<int32_t> b_frames = {1, 2, 3};
+  TalkerStep step;
+  TalkerStepBuilder builder(config, 16, step);
+  builder.add(a, {}, 0, 3, std::vector<int32_t>{0});
+  builder.add(b, b_frames, 0, 2, std::vector<int32_t>{1});  // its prompt row and frame 0's feedback
+  builder.finish();
+  // Codec parts: the prompt ids, the feedback's codebook 0, then the two x-vectors.
+  CHECK(step.codec_ids == std::vector<int32_t>{20, 21, 1});
+  CHECK(step.codec_of_row == std::vector<int32_t>{0, 3, 1, 4, 2});
+  CHECK(step.speaker_vectors == std::vector<float>{0.5f, -0.25f, 2.0f, 3.0f});
+  CHECK(step.num_feedback == 1);
+}
+
+TEST_CASE("talker step: ICL reference-frame rows are summed like fed-back frames, from the prompt's codes") {
+  const TtsConfig config = small_config();
+  TtsPrompt p;
+  p.rows = {{.text = 1, .codec = 5}, {.text = 2, .codec = -1, .ref_frame = 1}, {.text = 3, .codec = -1, .ref_frame = 0}};
+  p.ref_codes = {10, 11, 12, 20, 21, 22};  // two frames of G = 3
+  p.trailing_text = {40};
+  const std::vector<int32_t> frames = {7, 8, 9};
+  TalkerStep step;
+  TalkerStepBuilder builder(config, 16, step);
+  builder.add(p, frames, 0, 4, std::vector<int32_t>{0});  // three prompt rows and frame 0's feedback
+  builder.finish();
+  CHECK(step.codec_ids == std::vector<int32_t>{5, 20, 10, 7});
+  CHECK(step.codec_of_row == std::vector<int32_t>{0, 1, 2, 3});
+  CHECK(step.num_feedback == 3);
+  CHECK(step.feedback_codes == std::vector<int32_t>{21, 11, 8, 22, 12, 9});
+  CHECK(step.text_ids == std::vector<int32_t>{1, 2, 3, 40});
+}
+
 }  // namespace sluice::engine::tts

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <tuple>
 
 #include "engine/loader/load_error.h"
 #include "tts_test_util.h"
@@ -86,13 +87,64 @@ TEST_CASE("tts config: a wide talker has the mtp projection; 1.7B accepts instru
   CHECK(c.max_new_tokens == 2048);
 }
 
-TEST_CASE("tts config: Base checkpoints are refused, bad keys named with their file") {
+TEST_CASE("tts config: a Base checkpoint reads its speaker encoder, official defaults for absent keys") {
   TempDir t;
-  testing::write_file(t.dir / "config.json", testing::tiny_config_json(false, "base").dump());
+  auto config = testing::tiny_config_json(false, "base");
+  config["speaker_encoder_config"] = {{"enc_dim", 32}, {"enc_channels", {16, 16, 16, 32}},
+                                      {"enc_kernel_sizes", {5, 3, 3, 1}}, {"enc_dilations", {1, 2, 3, 1}},
+                                      {"enc_res2net_scale", 4}, {"sample_rate", 24000}};
+  testing::write_file(t.dir / "config.json", config.dump());
+  const TtsConfig c = read_tts_config(t.dir);
+  CHECK(c.kind == TtsKind::base);
+  CHECK(c.speakers.empty());
+  REQUIRE(c.speaker_encoder.has_value());
+  const SpeakerEncoderConfig& s = *c.speaker_encoder;
+  CHECK(s.enc_dim == 32);
+  CHECK(s.mel_dim == 128);
+  CHECK(s.channels == std::vector<int64_t>{16, 16, 16, 32});
+  CHECK(s.dilations == std::vector<int64_t>{1, 2, 3, 1});
+  CHECK(s.res2net_scale == 4);
+  CHECK(s.attention_channels == 128);  // absent: the official class default
+  CHECK(s.se_channels == 128);
+  CHECK(s.pooled_channels() == 32);
+
+  // Absent altogether: the official defaults, whose 1024-wide x-vector must be the
+  // talker's width.
+  config.erase("speaker_encoder_config");
+  testing::write_file(t.dir / "config.json", config.dump());
   std::string error = error_of([&] { read_tts_config(t.dir); });
   CHECK(error.find("config.json") != std::string::npos);
-  CHECK(error.find("tts_model_type") != std::string::npos);
-  CHECK(error.find("speaker encoder") != std::string::npos);
+  CHECK(error.find("'speaker_encoder_config.enc_dim' differs from the talker's hidden_size") != std::string::npos);
+
+  // (key set, its value, the key the error names, what it says)
+  for (const auto& [key, value, named, message] :
+       {std::tuple<std::string, nlohmann::json, std::string, std::string>{"sample_rate", 16000, "sample_rate",
+                                                                          "is not 24000"},
+        {"mel_dim", 80, "mel_dim", "is not 128"},
+        {"enc_channels", nlohmann::json{16, 16, 16, 40}, "enc_channels", "sum of the blocks' widths"},
+        {"enc_channels", nlohmann::json{16, 24, 24, 24}, "enc_channels", "changes width"},
+        {"enc_dilations", nlohmann::json{1, 2, 3}, "enc_channels", "differ in length"},
+        {"enc_res2net_scale", 5, "enc_channels", "multiple of enc_res2net_scale"},
+        {"enc_kernel_sizes", nlohmann::json{5, 0, 3, 1}, "enc_kernel_sizes", "not a positive integer"}}) {
+    CAPTURE(key);
+    auto bad = testing::tiny_config_json(false, "base");
+    bad["speaker_encoder_config"] = {{"enc_dim", 32}, {"enc_channels", {16, 16, 16, 32}},
+                                     {"enc_kernel_sizes", {5, 3, 3, 1}}, {"enc_dilations", {1, 2, 3, 1}},
+                                     {"enc_res2net_scale", 4}};
+    bad["speaker_encoder_config"][key] = value;
+    testing::write_file(t.dir / "config.json", bad.dump());
+    error = error_of([&] { read_tts_config(t.dir); });
+    CHECK(error.find("speaker_encoder_config." + named) != std::string::npos);
+    CHECK(error.find(message) != std::string::npos);
+  }
+}
+
+TEST_CASE("tts config: unknown kinds and bad keys are named with their file") {
+  TempDir t;
+  testing::write_file(t.dir / "config.json", testing::tiny_config_json(false, "voice_clone").dump());
+  std::string error = error_of([&] { read_tts_config(t.dir); });
+  CHECK(error.find("config.json") != std::string::npos);
+  CHECK(error.find("'tts_model_type' is 'voice_clone', not base, custom_voice or voice_design") != std::string::npos);
 
   auto config = testing::tiny_config_json(false);
   config["talker_config"].erase("codec_bos_id");

@@ -1,6 +1,9 @@
 // Parity with the official qwen-tts package on the tiny fixtures of
 // tests/fixtures/qwen3_tts (made by its make_fixtures.py in float32 from the BF16
-// checkpoints): prompt rows, input embeddings, the talker's last logits and
+// checkpoints): for Base voice clones the reference's x-vector (sluice's speaker
+// encoder on the audio as the official wrapper loaded it; in ICL mode also the
+// official codec encoder's codes of the reference), then prompt rows,
+// input embeddings, the talker's last logits and
 // final-norm hidden state, and greedy codes for every golden case, alone and all
 // cases of a checkpoint batched together, with an F32 talker KV and with the F16 one
 // that `sluice speak` and the server use; for the long runs also without the
@@ -19,6 +22,7 @@
 #include "backends/backend.h"
 #include "engine/loader/load_error.h"
 #include "engine/tts/model/talker.h"
+#include "engine/tts/model/talker_step.h"
 #include "engine/tts/model/tts_generator.h"
 
 namespace sluice::engine::tts {
@@ -33,6 +37,9 @@ const fs::path kFixtures = fs::path(SLUICE_FIXTURES_DIR) / "qwen3_tts";
 // another summation order than PyTorch's, over 2 layers.
 constexpr double kEmbedTolerance = 1e-5;
 constexpr double kLogitTolerance = 1e-4;
+// The speaker encoder's x-vector from the same audio: a DFT by dot products where
+// PyTorch runs an FFT, then 12 convolution layers and the pooling statistics.
+constexpr double kXvectorTolerance = 1e-4;
 
 std::vector<float> read_floats(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -74,6 +81,19 @@ size_t first_difference(const std::vector<std::vector<int32_t>>& a, const std::v
   return k;
 }
 
+// The x-vector of a Base case's reference: the audio as the official wrapper loaded
+// (and resampled) it, through sluice's mel front-end and speaker encoder; checked
+// against the official x-vector of the same case.
+std::vector<float> reference_xvector(const TtsModel& model, const json& c, const fs::path& dir) {
+  const std::string name = fs::path(c["args"]["ref_audio"].get<std::string>()).stem().string();
+  const std::vector<float> samples = read_floats(kFixtures / "speaker_golden" / (name + ".samples.bin"));
+  REQUIRE(model.speaker_encoder() != nullptr);
+  std::vector<float> xvector = model.speaker_encoder()->embed(samples);
+  const double error = relative_error(xvector, read_floats(dir / "xvector.bin"));
+  CHECK(error < kXvectorTolerance);
+  return xvector;
+}
+
 TtsRequest request_of(const json& c) {
   const json& a = c["args"];
   TtsRequest r;
@@ -82,6 +102,12 @@ TtsRequest request_of(const json& c) {
   r.prompt.language = a["language"].get<std::string>();
   r.prompt.instructions = a.value("instruct", json("")).is_string() ? a.value("instruct", "") : "";
   r.prompt.non_streaming = a["non_streaming_mode"].get<bool>();
+  if (c.contains("ref_codes")) {
+    // ICL: the official codec encoder's codes of the reference, and its transcript.
+    for (const auto& frame : c["ref_codes"])
+      for (const auto& code : frame) r.prompt.ref_codes.push_back(code.get<int32_t>());
+    r.prompt.ref_text = a["ref_text"].get<std::string>();
+  }
   // do_sample / subtalker_dosample false: greedy for both stages.
   r.temperature = 0.0f;
   r.seed = 0;
@@ -89,24 +115,15 @@ TtsRequest request_of(const json& c) {
   return r;
 }
 
-// The prompt as one talker step at positions 0..P-1 of a fresh cache.
-TalkerStep prompt_step(const TtsPrompt& prompt, const KvCache& cache) {
+// The prompt as one talker step at positions 0..P-1 of a fresh cache (blocks 0, 1...).
+TalkerStep prompt_step(const TtsConfig& config, const TtsPrompt& prompt, const KvCache& cache) {
   TalkerStep s;
-  const auto p = static_cast<int32_t>(prompt.rows.size());
-  backends::SequenceSlice slice;
-  slice.num_queries = p;
-  for (int32_t b = 0; b * cache.block_size() < p; ++b) slice.block_table.push_back(b);
-  for (int32_t i = 0; i < p; ++i) {
-    const PromptRow& row = prompt.rows[static_cast<size_t>(i)];
-    s.text_of_row.push_back(row.text < 0 ? -1 : static_cast<int32_t>(s.text_ids.size()));
-    if (row.text >= 0) s.text_ids.push_back(row.text);
-    s.codec_of_row.push_back(row.codec < 0 ? -1 : static_cast<int32_t>(s.codec_ids.size()));
-    if (row.codec >= 0) s.codec_ids.push_back(row.codec);
-    s.positions.push_back(i);
-    s.kv_slots.push_back(i);
-  }
-  s.sequences.push_back(slice);
-  s.logit_rows.push_back(p - 1);
+  const auto p = static_cast<int64_t>(prompt.rows.size());
+  std::vector<int32_t> blocks;
+  for (int32_t b = 0; b * cache.block_size() < p; ++b) blocks.push_back(b);
+  TalkerStepBuilder builder(config, static_cast<int32_t>(cache.block_size()), s);
+  builder.add(prompt, {}, 0, p, blocks);
+  builder.finish();
   return s;
 }
 
@@ -120,7 +137,8 @@ void check_fixture(const std::string& fixture) {
   for (const fs::path& dir : cases_of(fixture)) {
     CAPTURE(dir.filename().string());
     const json c = read_json(dir / "case.json");
-    const TtsRequest r = request_of(c);
+    TtsRequest r = request_of(c);
+    if (c["args"].contains("ref_audio")) r.prompt.speaker_embedding = reference_xvector(*model, c, dir);
     // Tokens and rows (instructions dropped on 0.6B as the wrapper does).
     CHECK(model->tokenizer()->encode("<|im_start|>assistant\n" + r.prompt.text +
                                          "<|im_end|>\n<|im_start|>assistant\n",
@@ -131,13 +149,14 @@ void check_fixture(const std::string& fixture) {
     std::vector<PromptRow> want;
     for (const json& row : c["prefill_rows"])
       want.push_back({row["text"].is_null() ? -1 : row["text"].get<int32_t>(),
-                      row["codec"].is_null() ? -1 : row["codec"].get<int32_t>()});
+                      row["codec"].is_null() ? -1 : row["codec"].get<int32_t>(), row.value("speaker", false),
+                      row.value("ref_frame", -1)});
     CHECK(prompt.rows == want);
 
     // Input rows, last logits and final-norm hidden of the prefill.
     KvCache cache(*backend, config.talker, KvCacheConfig{8, 16, backends::DType::F32});
     Talker talker(*backend, config, model->weights());
-    const TalkerStep step = prompt_step(prompt, cache);
+    const TalkerStep step = prompt_step(config, prompt, cache);
     std::vector<float> rows(prompt.rows.size() * static_cast<size_t>(d));
     talker.input_rows(step, rows);
     const double embed_error = relative_error(rows, read_floats(dir / "prefill_embeds.bin"));
@@ -210,14 +229,14 @@ void check_fixture(const std::string& fixture) {
 }
 
 
-// A copy of custom_voice_small whose model.safetensors header has `from` replaced
+// A copy of a fixture checkpoint whose model.safetensors header has `from` replaced
 // by `to` (same length, so offsets stay valid).
 struct PatchedCheckpoint {
   fs::path dir = fs::temp_directory_path() / ("sluice-tts-patched-" + std::to_string(std::random_device{}()));
-  PatchedCheckpoint(const std::string& from, const std::string& to) {
+  PatchedCheckpoint(const std::string& from, const std::string& to, const std::string& fixture = "custom_voice_small") {
     REQUIRE(from.size() == to.size());
     fs::create_directories(dir);
-    const fs::path src = kFixtures / "custom_voice_small";
+    const fs::path src = kFixtures / fixture;
     for (const char* name : {"config.json", "generation_config.json", "vocab.json", "merges.txt",
                              "tokenizer_config.json"})
       fs::copy_file(src / name, dir / name);
@@ -243,10 +262,20 @@ std::string load_error(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("tts load: a Base checkpoint is refused before any tensor is read") {
-  const std::string error = load_error(kFixtures / "base_config");
-  CHECK(error.find("config.json") != std::string::npos);
-  CHECK(error.find("voice-clone") != std::string::npos);
+TEST_CASE("tts load: a Base checkpoint's missing or misshapen speaker-encoder tensor is named with its file") {
+  struct Patch {
+    std::string from, to, tensor;
+  };
+  for (const Patch& patch :
+       {Patch{"\"speaker_encoder.asp.conv.weight\"", "\"speaker_encoder.asp.conx.weight\"", "speaker_encoder.asp.conv.weight"},
+        Patch{"\"speaker_encoder.fc.weight\":{\"dtype\":\"BF16\",\"shape\":[32,192,1]",
+              "\"speaker_encoder.fc.weight\":{\"dtype\":\"BF16\",\"shape\":[192,32,1]", "speaker_encoder.fc.weight"}}) {
+    CAPTURE(patch.tensor);
+    PatchedCheckpoint patched(patch.from, patch.to, "base_small");
+    const std::string error = load_error(patched.dir);
+    CHECK(error.find(patched.dir.string()) != std::string::npos);
+    CHECK(error.find(patch.tensor) != std::string::npos);
+  }
 }
 
 TEST_CASE("tts load: a missing or misshapen tensor is named with its file") {
@@ -268,6 +297,11 @@ TEST_CASE("tts load: a missing or misshapen tensor is named with its file") {
 
 TEST_CASE("tts parity: CustomVoice 0.6B-style fixture against the official package") {
   check_fixture("custom_voice_small");
+}
+
+TEST_CASE("tts parity: Base 0.6B-style fixture, x-vector and ICL voice clones (streaming text) against the "
+          "official package") {
+  check_fixture("base_small");
 }
 
 TEST_CASE("tts parity: VoiceDesign 1.7B-style fixture (small_to_mtp_projection) against the official package") {

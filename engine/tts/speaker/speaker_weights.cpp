@@ -1,0 +1,74 @@
+#include "engine/tts/speaker/speaker_weights.h"
+
+#include <string>
+
+namespace sluice::engine::tts {
+namespace {
+
+using backends::DType;
+using backends::Tensor;
+
+class Loader {
+ public:
+  Loader(const loader::TensorSet& set, backends::Backend& backend, SpeakerEncoderWeights& out)
+      : set_(set), backend_(backend), out_(out) {}
+
+  // `prefix`.conv.weight [cout, cin, taps] and its bias, the tap moved outward.
+  TdnnWeights conv(const std::string& prefix, int64_t cout, int64_t cin, int64_t taps, int64_t dilation) {
+    const std::vector<float> w = set_.require_f32(prefix + ".weight", {cout, cin, taps});
+    std::vector<float> packed(w.size());
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t c = 0; c < cin; ++c)
+        for (int64_t j = 0; j < taps; ++j) packed[(o * taps + j) * cin + c] = w[(o * cin + c) * taps + j];
+    TdnnWeights out;
+    out.w = upload(packed, {cout, taps * cin});
+    out.bias = upload(set_.require_f32(prefix + ".bias", {cout}), {cout});
+    out.taps = taps;
+    out.dilation = static_cast<int>(dilation);
+    return out;
+  }
+
+ private:
+  Tensor upload(const std::vector<float>& values, std::initializer_list<int64_t> shape) {
+    auto& buffer = out_.buffers.emplace_back(backend_.allocate(values.size() * sizeof(float)));
+    const Tensor t = Tensor::make(buffer.get(), 0, DType::F32, shape);
+    backend_.upload(t, std::as_bytes(std::span<const float>(values)));
+    return t;
+  }
+
+  const loader::TensorSet& set_;
+  backends::Backend& backend_;
+  SpeakerEncoderWeights& out_;
+};
+
+}  // namespace
+
+SpeakerEncoderWeights load_speaker_encoder_weights(const loader::TensorSet& set, const SpeakerEncoderConfig& c,
+                                                   backends::Backend& backend) {
+  SpeakerEncoderWeights w;
+  Loader ld(set, backend, w);
+  const std::string p = "speaker_encoder.";
+  const size_t n = c.num_layers();
+  w.first = ld.conv(p + "blocks.0.conv", c.channels[0], c.mel_dim, c.kernel_sizes[0], c.dilations[0]);
+  for (size_t i = 1; i + 1 < n; ++i) {
+    const std::string b = p + "blocks." + std::to_string(i) + ".";
+    const int64_t ch = c.channels[i], group = ch / c.res2net_scale;
+    SeRes2NetWeights block;
+    block.tdnn1 = ld.conv(b + "tdnn1.conv", ch, c.channels[i - 1], 1, 1);
+    for (int64_t j = 0; j + 1 < c.res2net_scale; ++j)
+      block.res2net.push_back(ld.conv(b + "res2net_block.blocks." + std::to_string(j) + ".conv", group, group,
+                                      c.kernel_sizes[i], c.dilations[i]));
+    block.tdnn2 = ld.conv(b + "tdnn2.conv", ch, ch, 1, 1);
+    block.se_squeeze = ld.conv(b + "se_block.conv1", c.se_channels, ch, 1, 1);
+    block.se_excite = ld.conv(b + "se_block.conv2", ch, c.se_channels, 1, 1);
+    w.blocks.push_back(std::move(block));
+  }
+  const int64_t pooled = c.pooled_channels();
+  w.aggregate = ld.conv(p + "mfa.conv", pooled, pooled, c.kernel_sizes[n - 1], c.dilations[n - 1]);
+  w.attention_tdnn = ld.conv(p + "asp.tdnn.conv", c.attention_channels, 3 * pooled, 1, 1);
+  w.attention_conv = ld.conv(p + "asp.conv", pooled, c.attention_channels, 1, 1);
+  w.fc = ld.conv(p + "fc", c.enc_dim, 2 * pooled, 1, 1);
+  return w;
+}
+
+}  // namespace sluice::engine::tts
