@@ -7,30 +7,39 @@
 namespace sluice::server {
 namespace {
 
-// A family is shared by every model on a registry and leaves the registry with its
-// last model, so that an unloaded model leaves no empty family behind (a scrape
-// would still show its HELP and TYPE). Construction and destruction only.
+// A family is shared by every model on a registry (registered once: a registry built
+// with InsertBehavior::Throw refuses a second registration of a name) and leaves the
+// registry with its last model, so that an unloaded model leaves no empty family
+// behind (a scrape would still show its HELP and TYPE). Construction and destruction
+// only.
+struct SharedFamily {
+  prometheus::Family<prometheus::Counter>* family = nullptr;
+  int users = 0;
+};
+
 std::mutex& families_mutex() {
   static std::mutex m;
   return m;
 }
-std::map<std::pair<prometheus::Registry*, std::string>, int>& family_users() {
-  static std::map<std::pair<prometheus::Registry*, std::string>, int> m;
+std::map<std::pair<prometheus::Registry*, std::string>, SharedFamily>& shared_families() {
+  static std::map<std::pair<prometheus::Registry*, std::string>, SharedFamily> m;
   return m;
 }
 
 prometheus::Family<prometheus::Counter>& acquire(prometheus::Registry& registry, const std::string& name,
                                                   const char* help) {
   std::lock_guard lock(families_mutex());
-  ++family_users()[{&registry, name}];
-  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+  SharedFamily& shared = shared_families()[{&registry, name}];
+  if (shared.family == nullptr) shared.family = &prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+  ++shared.users;
+  return *shared.family;
 }
 
 void release(prometheus::Registry& registry, prometheus::Family<prometheus::Counter>& family) {
   std::lock_guard lock(families_mutex());
-  const auto it = family_users().find({&registry, family.GetName()});
-  if (it == family_users().end() || --it->second > 0) return;
-  family_users().erase(it);
+  const auto it = shared_families().find({&registry, family.GetName()});
+  if (it == shared_families().end() || --it->second.users > 0) return;
+  shared_families().erase(it);
   registry.Remove(family);
 }
 
