@@ -1,11 +1,6 @@
 #include "server/audio/audio_decoder.h"
 
-extern "C" {
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/error.h>
-#include <libavutil/mem.h>
-}
+#include "server/audio/ffmpeg_memory_input.h"
 
 #include <soxr.h>
 
@@ -19,73 +14,18 @@ extern "C" {
 namespace sluice::server {
 namespace {
 
-std::string av_error(int code) {
-  char text[AV_ERROR_MAX_STRING_SIZE] = {};
-  av_strerror(code, text, sizeof text);
-  return text;
-}
-
-// The bytes being demuxed, read through a custom AVIOContext.
-struct MemoryInput {
-  std::span<const std::byte> bytes;
-  size_t position = 0;
-};
-
-int read_memory(void* user, uint8_t* into, int size) {
-  auto* in = static_cast<MemoryInput*>(user);
-  const size_t n = std::min(static_cast<size_t>(size), in->bytes.size() - in->position);
-  if (n == 0) return AVERROR_EOF;
-  std::memcpy(into, in->bytes.data() + in->position, n);
-  in->position += n;
-  return static_cast<int>(n);
-}
-
-int64_t seek_memory(void* user, int64_t offset, int whence) {
-  auto* in = static_cast<MemoryInput*>(user);
-  const auto size = static_cast<int64_t>(in->bytes.size());
-  if (whence == AVSEEK_SIZE) return size;
-  const int64_t base = (whence & ~AVSEEK_FORCE) == SEEK_CUR ? static_cast<int64_t>(in->position)
-                       : (whence & ~AVSEEK_FORCE) == SEEK_END ? size
-                                                              : 0;
-  const int64_t to = base + offset;
-  if (to < 0 || to > size) return AVERROR(EINVAL);
-  in->position = static_cast<size_t>(to);
-  return to;
-}
-
-struct IoFree {
-  void operator()(AVIOContext* io) const {
-    av_freep(&io->buffer);  // avio may have replaced the buffer it was given
-    avio_context_free(&io);
-  }
-};
-struct InputFree {
-  void operator()(AVFormatContext* f) const { avformat_close_input(&f); }
-};
-struct CodecFree {
-  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
-};
-struct FrameFree {
-  void operator()(AVFrame* f) const { av_frame_free(&f); }
-};
-struct PacketFree {
-  void operator()(AVPacket* p) const { av_packet_free(&p); }
-};
+using ffmpeg::CodecFree;
+using ffmpeg::FrameFree;
+using ffmpeg::IoFree;
+using ffmpeg::MemoryInput;
+using ffmpeg::PacketFree;
 
 // Sample `i` of channel `c` of a decoded frame as a float in [-1, 1].
 float sample_at(const AVFrame& frame, AVSampleFormat format, int channels, int c, int i) {
-  const bool planar = av_sample_fmt_is_planar(format) != 0;
-  const uint8_t* base = frame.extended_data[planar ? c : 0];
-  const int index = planar ? i : i * channels + c;
-  switch (av_get_packed_sample_fmt(format)) {
-    case AV_SAMPLE_FMT_U8: return (static_cast<float>(base[index]) - 128.0f) / 128.0f;
-    case AV_SAMPLE_FMT_S16: return static_cast<float>(reinterpret_cast<const int16_t*>(base)[index]) / 32768.0f;
-    case AV_SAMPLE_FMT_S32:
-      return static_cast<float>(static_cast<double>(reinterpret_cast<const int32_t*>(base)[index]) / 2147483648.0);
-    case AV_SAMPLE_FMT_FLT: return reinterpret_cast<const float*>(base)[index];
-    case AV_SAMPLE_FMT_DBL: return static_cast<float>(reinterpret_cast<const double*>(base)[index]);
-    default: throw AudioDecodeError(std::string("unsupported sample format ") + av_get_sample_fmt_name(format));
-  }
+  float v = 0.0f;
+  if (!ffmpeg::sample_at(frame, format, channels, c, i, &v))
+    throw AudioDecodeError(std::string("unsupported sample format ") + av_get_sample_fmt_name(format));
+  return v;
 }
 
 class Decoder {
@@ -102,13 +42,13 @@ class Decoder {
       if (packet->stream_index == stream_) {
         const int sent = avcodec_send_packet(codec_.get(), packet.get());
         av_packet_unref(packet.get());
-        if (sent < 0 && sent != AVERROR(EAGAIN)) throw AudioDecodeError("the audio does not decode: " + av_error(sent));
+        if (sent < 0 && sent != AVERROR(EAGAIN)) throw AudioDecodeError("the audio does not decode: " + ffmpeg::error_text(sent));
         drain();
       } else {
         av_packet_unref(packet.get());
       }
     }
-    if (status != AVERROR_EOF) throw AudioDecodeError("the audio does not demux: " + av_error(status));
+    if (status != AVERROR_EOF) throw AudioDecodeError("the audio does not demux: " + ffmpeg::error_text(status));
     avcodec_send_packet(codec_.get(), nullptr);
     drain();
     if (out_.samples.empty()) throw AudioDecodeError("the audio decodes to no samples");
@@ -121,7 +61,7 @@ class Decoder {
     constexpr int kBufferBytes = 1 << 15;
     auto* buffer = static_cast<unsigned char*>(av_malloc(kBufferBytes));
     if (buffer == nullptr) throw AudioDecodeError("out of memory");
-    io_.reset(avio_alloc_context(buffer, kBufferBytes, 0, &input_, &read_memory, nullptr, &seek_memory));
+    io_.reset(avio_alloc_context(buffer, kBufferBytes, 0, &input_, &ffmpeg::read_memory, nullptr, &ffmpeg::seek_memory));
     if (!io_) {
       av_free(buffer);
       throw AudioDecodeError("out of memory");
@@ -131,19 +71,19 @@ class Decoder {
     format->pb = io_.get();
     format->flags |= AVFMT_FLAG_CUSTOM_IO;
     if (int e = avformat_open_input(&format, nullptr, nullptr, nullptr); e < 0)  // frees format on failure
-      throw AudioDecodeError("the bytes are not an audio format FFmpeg reads: " + av_error(e));
+      throw AudioDecodeError("the bytes are not an audio format FFmpeg reads: " + ffmpeg::error_text(e));
     format_.reset(format);
     if (int e = avformat_find_stream_info(format, nullptr); e < 0)
-      throw AudioDecodeError("the audio's streams cannot be read: " + av_error(e));
+      throw AudioDecodeError("the audio's streams cannot be read: " + ffmpeg::error_text(e));
     const AVCodec* codec = nullptr;
     stream_ = av_find_best_stream(format, AVMEDIA_TYPE_AUDIO, -1, -1, &codec, 0);
     if (stream_ < 0 || codec == nullptr) throw AudioDecodeError("the file holds no audio stream FFmpeg decodes");
     codec_.reset(avcodec_alloc_context3(codec));
     if (!codec_) throw AudioDecodeError("out of memory");
     if (int e = avcodec_parameters_to_context(codec_.get(), format->streams[stream_]->codecpar); e < 0)
-      throw AudioDecodeError("the audio stream's parameters are unusable: " + av_error(e));
+      throw AudioDecodeError("the audio stream's parameters are unusable: " + ffmpeg::error_text(e));
     if (int e = avcodec_open2(codec_.get(), codec, nullptr); e < 0)
-      throw AudioDecodeError("the audio decoder does not open: " + av_error(e));
+      throw AudioDecodeError("the audio decoder does not open: " + ffmpeg::error_text(e));
   }
 
   void drain() {
@@ -170,7 +110,7 @@ class Decoder {
   AudioDecodeLimits limits_;
   // Declared in the order they must be freed last-first: the demuxer before its IO.
   std::unique_ptr<AVIOContext, IoFree> io_;
-  std::unique_ptr<AVFormatContext, InputFree> format_;
+  std::unique_ptr<AVFormatContext, ffmpeg::InputClose> format_;
   std::unique_ptr<AVCodecContext, CodecFree> codec_;
   std::unique_ptr<AVFrame, FrameFree> frame_;
   int stream_ = -1;

@@ -1,12 +1,6 @@
 #include "server/audio/reference_audio.h"
 
-extern "C" {
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/error.h>
-#include <libavutil/mem.h>
-#include <libavutil/samplefmt.h>
-}
+#include "server/audio/ffmpeg_memory_input.h"
 
 #include <soxr.h>
 
@@ -26,11 +20,11 @@ constexpr const char* kCodecs =
     "pcm_s16le,pcm_s24le,pcm_s32le,pcm_f32le,pcm_f64le,pcm_u8,pcm_alaw,pcm_mulaw,flac,mp3,mp3float,opus,libopus,"
     "vorbis,libvorbis";
 
-std::string av_error(int code) {
-  char text[AV_ERROR_MAX_STRING_SIZE] = {};
-  av_strerror(code, text, sizeof text);
-  return text;
-}
+using ffmpeg::CodecFree;
+using ffmpeg::FrameFree;
+using ffmpeg::IoFree;
+using ffmpeg::PacketFree;
+using FormatClose = ffmpeg::InputClose;
 
 std::string seconds_text(double seconds) {
   char text[32];
@@ -38,66 +32,12 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
-struct Input {
-  std::string_view bytes;
-  size_t position = 0;
-};
-
-int read_bytes(void* opaque, uint8_t* into, int size) {
-  auto* in = static_cast<Input*>(opaque);
-  const size_t n = std::min(static_cast<size_t>(size), in->bytes.size() - in->position);
-  if (n == 0) return AVERROR_EOF;
-  std::memcpy(into, in->bytes.data() + in->position, n);
-  in->position += n;
-  return static_cast<int>(n);
-}
-
-int64_t seek_bytes(void* opaque, int64_t offset, int whence) {
-  auto* in = static_cast<Input*>(opaque);
-  const auto size = static_cast<int64_t>(in->bytes.size());
-  if (whence & AVSEEK_SIZE) return size;
-  const int64_t base = (whence & ~AVSEEK_FORCE) == SEEK_CUR ? static_cast<int64_t>(in->position)
-                       : (whence & ~AVSEEK_FORCE) == SEEK_END ? size
-                                                              : 0;
-  const int64_t target = base + offset;
-  if (target < 0 || target > size) return AVERROR(EINVAL);
-  in->position = static_cast<size_t>(target);
-  return target;
-}
-
-struct IoFree {
-  void operator()(AVIOContext* io) const {
-    av_freep(&io->buffer);  // avio may have replaced the buffer it was given
-    avio_context_free(&io);
-  }
-};
-struct FormatClose {
-  void operator()(AVFormatContext* f) const { avformat_close_input(&f); }
-};
-struct CodecFree {
-  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
-};
-struct FrameFree {
-  void operator()(AVFrame* f) const { av_frame_free(&f); }
-};
-struct PacketFree {
-  void operator()(AVPacket* p) const { av_packet_free(&p); }
-};
-
 // Sample i of channel ch of a decoded frame, as a float in [-1, 1).
 float sample_at(const AVFrame& frame, AVSampleFormat format, int channels, int ch, int i) {
-  const bool planar = av_sample_fmt_is_planar(format) != 0;
-  const uint8_t* base = planar ? frame.extended_data[ch] : frame.extended_data[0];
-  const int index = planar ? i : i * channels + ch;
-  switch (av_get_packed_sample_fmt(format)) {
-    case AV_SAMPLE_FMT_U8: return (static_cast<float>(base[index]) - 128.0f) / 128.0f;
-    case AV_SAMPLE_FMT_S16: return static_cast<float>(reinterpret_cast<const int16_t*>(base)[index]) / 32768.0f;
-    case AV_SAMPLE_FMT_S32:
-      return static_cast<float>(static_cast<double>(reinterpret_cast<const int32_t*>(base)[index]) / 2147483648.0);
-    case AV_SAMPLE_FMT_FLT: return reinterpret_cast<const float*>(base)[index];
-    case AV_SAMPLE_FMT_DBL: return static_cast<float>(reinterpret_cast<const double*>(base)[index]);
-    default: throw ReferenceAudioError(std::string("has an unsupported sample format ") + av_get_sample_fmt_name(format));
-  }
+  float v = 0.0f;
+  if (!ffmpeg::sample_at(frame, format, channels, ch, i, &v))
+    throw ReferenceAudioError(std::string("has an unsupported sample format ") + av_get_sample_fmt_name(format));
+  return v;
 }
 
 // The mono mix of a decoded frame appended to out: the channels' mean.
@@ -118,12 +58,12 @@ struct Decoded {
 };
 
 Decoded decode(std::string_view bytes, const ReferenceAudioLimits& limits) {
-  Input input{bytes};
+  ffmpeg::MemoryInput input{std::as_bytes(std::span(bytes.data(), bytes.size()))};
   constexpr int kBufferBytes = 1 << 16;
   auto* buffer = static_cast<unsigned char*>(av_malloc(kBufferBytes));
   if (buffer == nullptr) throw std::bad_alloc();
   std::unique_ptr<AVIOContext, IoFree> io(
-      avio_alloc_context(buffer, kBufferBytes, 0, &input, read_bytes, nullptr, seek_bytes));
+      avio_alloc_context(buffer, kBufferBytes, 0, &input, ffmpeg::read_memory, nullptr, ffmpeg::seek_memory));
   if (!io) {
     av_free(buffer);
     throw std::bad_alloc();
@@ -138,10 +78,10 @@ Decoded decode(std::string_view bytes, const ReferenceAudioLimits& limits) {
   const int opened = avformat_open_input(&raw_format, nullptr, nullptr, &options);
   av_dict_free(&options);
   if (opened < 0)  // avformat_open_input freed the context
-    throw ReferenceAudioError("is not WAV, FLAC, MP3 or Ogg audio (" + av_error(opened) + ")");
+    throw ReferenceAudioError("is not WAV, FLAC, MP3 or Ogg audio (" + ffmpeg::error_text(opened) + ")");
   std::unique_ptr<AVFormatContext, FormatClose> format(raw_format);
   if (const int found = avformat_find_stream_info(format.get(), nullptr); found < 0)
-    throw ReferenceAudioError("cannot be read as audio (" + av_error(found) + ")");
+    throw ReferenceAudioError("cannot be read as audio (" + ffmpeg::error_text(found) + ")");
   const int stream = av_find_best_stream(format.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
   if (stream < 0) throw ReferenceAudioError("holds no audio stream");
   const AVCodecParameters* params = format->streams[stream]->codecpar;
@@ -173,7 +113,7 @@ Decoded decode(std::string_view bytes, const ReferenceAudioLimits& limits) {
       if (static_cast<double>(out.samples.size()) > max_samples)
         throw ReferenceAudioError("is longer than " + seconds_text(limits.max_seconds));
     }
-    if (got != AVERROR(EAGAIN) && got != AVERROR_EOF) throw ReferenceAudioError("cannot be decoded (" + av_error(got) + ")");
+    if (got != AVERROR(EAGAIN) && got != AVERROR_EOF) throw ReferenceAudioError("cannot be decoded (" + ffmpeg::error_text(got) + ")");
   };
   int read;
   while ((read = av_read_frame(format.get(), packet.get())) >= 0) {
@@ -181,13 +121,13 @@ Decoded decode(std::string_view bytes, const ReferenceAudioLimits& limits) {
       const int sent = avcodec_send_packet(decoder.get(), packet.get());
       if (sent < 0 && sent != AVERROR(EAGAIN)) {
         av_packet_unref(packet.get());
-        throw ReferenceAudioError("cannot be decoded (" + av_error(sent) + ")");
+        throw ReferenceAudioError("cannot be decoded (" + ffmpeg::error_text(sent) + ")");
       }
     }
     av_packet_unref(packet.get());
     drain();
   }
-  if (read != AVERROR_EOF) throw ReferenceAudioError("cannot be read to its end (" + av_error(read) + ")");
+  if (read != AVERROR_EOF) throw ReferenceAudioError("cannot be read to its end (" + ffmpeg::error_text(read) + ")");
   avcodec_send_packet(decoder.get(), nullptr);
   drain();
   if (out.samples.empty()) throw ReferenceAudioError("holds no samples");
