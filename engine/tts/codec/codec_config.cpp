@@ -1,5 +1,7 @@
 #include "engine/tts/codec/codec_config.h"
 
+#include "engine/tts/codec/codec_config_fields.h"
+
 #include <string>
 
 #include "engine/loader/config_reader.h"
@@ -7,11 +9,15 @@
 #include "engine/loader/load_error.h"
 
 namespace sluice::engine::tts {
-namespace {
-
 using loader::detail::ConfigReader;
+using detail::positive;
+using detail::strides;
 
+namespace {
 constexpr uint64_t kMaxConfigBytes = 1 << 20;
+}  // namespace
+
+namespace detail {
 
 int64_t positive(const ConfigReader& r, std::string_view key) {
   const int64_t value = r.required_integer(key);
@@ -32,7 +38,7 @@ std::vector<int64_t> strides(const ConfigReader& r, std::string_view key) {
   return out;
 }
 
-}  // namespace
+}  // namespace detail
 
 CodecConfig read_codec_config(const std::filesystem::path& config_json) {
   const nlohmann::json root = loader::detail::parse_json_file(config_json, kMaxConfigBytes);

@@ -1,5 +1,7 @@
 #include "engine/tts/codec/codec_encoder_config.h"
 
+#include "engine/tts/codec/codec_config_fields.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -12,14 +14,10 @@ namespace sluice::engine::tts {
 namespace {
 
 using loader::detail::ConfigReader;
+using detail::positive;
+using detail::strides;
 
 constexpr uint64_t kMaxConfigBytes = 1 << 20;
-
-int64_t positive(const ConfigReader& r, std::string_view key) {
-  const int64_t value = r.required_integer(key);
-  if (value <= 0) r.fail(key, "must be positive, not " + std::to_string(value));
-  return value;
-}
 
 // A flag the encoder cannot run otherwise: absent means the MimiConfig default.
 void require_flag(const ConfigReader& r, std::string_view key, bool wanted, bool fallback, const char* why) {
@@ -28,19 +26,6 @@ void require_flag(const ConfigReader& r, std::string_view key, bool wanted, bool
 
 void require_string(const ConfigReader& r, std::string_view key, const std::string& wanted, const char* why) {
   if (auto value = r.string(key); value && *value != wanted) r.fail(key, "is '" + *value + "'; " + why);
-}
-
-std::vector<int64_t> ratios(const ConfigReader& r, std::string_view key) {
-  const nlohmann::json* value = r.find(key);
-  if (value == nullptr) r.fail(key, "is missing");
-  if (!value->is_array() || value->empty() || value->size() > 8) r.fail(key, "is not a list of 1 to 8 strides");
-  std::vector<int64_t> out;
-  for (const nlohmann::json& item : *value) {
-    if (!item.is_number_integer() || item.get<int64_t>() < 1 || item.get<int64_t>() > 64)
-      r.fail(key, "holds a stride that is not an integer in [1, 64]");
-    out.push_back(item.get<int64_t>());
-  }
-  return out;
 }
 
 }  // namespace
@@ -72,7 +57,7 @@ CodecEncoderConfig read_codec_encoder_config(const std::filesystem::path& config
   c.last_kernel_size = positive(r, "last_kernel_size");
   c.compress = positive(r, "compress");
   if (c.num_filters % c.compress != 0) r.fail("compress", "must divide num_filters");
-  c.strides = ratios(r, "upsampling_ratios");
+  c.strides = strides(r, "upsampling_ratios");
   std::reverse(c.strides.begin(), c.strides.end());
 
   c.hidden_size = positive(r, "hidden_size");
