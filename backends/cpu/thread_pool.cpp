@@ -25,7 +25,7 @@ ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = std::min(num_threads, kMaxThreads);
   workers_.reserve(static_cast<size_t>(num_threads_ - 1));
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -44,12 +44,45 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   fn_ = &fn;
   n_ = n;
-  pending_.store(num_shares - 1, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
   const uint64_t counter = (job_.load(std::memory_order_relaxed) >> 16) + 1;
-  job_.store((counter << 16) | static_cast<uint64_t>(num_shares));  // seq_cst: before reading sleepers_
+  claim_.store(counter << 16, std::memory_order_relaxed);
+  const uint64_t job = (counter << 16) | static_cast<uint64_t>(num_shares);
+  job_.store(job);  // seq_cst: publishes the fields above, and comes before reading sleepers_
   if (sleepers_.load() > 0) job_.notify_all();
-  run_share(fn, n, 0, num_shares);
-  while (pending_.load(std::memory_order_acquire) != 0) pause();
+  run_claimed_shares(job);
+  wait_for_shares(num_shares);
+}
+
+void ThreadPool::run_claimed_shares(uint64_t job) {
+  const uint64_t counter = job >> 16;
+  const int num_shares = static_cast<int>(job & 0xFFFF);
+  uint64_t claim = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    const int share = static_cast<int>(claim & 0xFFFF);
+    if ((claim >> 16) != counter || share >= num_shares) return;
+    if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel)) continue;
+    run_share(*fn_, n_, share, num_shares);
+    // seq_cst, then reading caller_sleeping_: see wait_for_shares.
+    if (done_.fetch_add(1) + 1 == num_shares && caller_sleeping_.load()) done_.notify_one();
+    claim = claim_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::wait_for_shares(int num_shares) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int spins = 0;; ++spins) {
+    if (done_.load(std::memory_order_acquire) == num_shares) return;
+    pause();
+    if (spins % 64 == 63 && std::chrono::steady_clock::now() > deadline) {
+      // Marked sleeping before reading done_ (both seq_cst): the thread that ends
+      // the last share either sees the mark and notifies, or its count is read here.
+      caller_sleeping_.store(true);
+      const int done = done_.load();
+      if (done != num_shares) done_.wait(done);
+      caller_sleeping_.store(false);
+    }
+  }
 }
 
 uint64_t ThreadPool::wait_for_job(uint64_t seen) {
@@ -68,15 +101,12 @@ uint64_t ThreadPool::wait_for_job(uint64_t seen) {
   }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
     seen = wait_for_job(seen);
     if (stopping_.load()) return;
-    const int num_shares = static_cast<int>(seen & 0xFFFF);
-    if (index >= num_shares) continue;  // this job has fewer shares than threads
-    run_share(*fn_, n_, index, num_shares);
-    pending_.fetch_sub(1, std::memory_order_release);
+    run_claimed_shares(seen);
   }
 }
 
