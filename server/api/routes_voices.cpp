@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -155,6 +156,7 @@ SpeechService* cloning_model(Response& response, const ModelServices& services, 
 struct UploadForm {
   const MultipartPart* audio = nullptr;
   std::optional<std::string> name, consent, ref_text, model, x_vector_only_mode;
+  bool x_vector_only = false;  // x_vector_only_mode read
 };
 
 std::variant<UploadForm, proto::ApiError> read_form(const std::vector<MultipartPart>& parts) {
@@ -182,8 +184,16 @@ std::variant<UploadForm, proto::ApiError> read_form(const std::vector<MultipartP
     return proto::invalid_request("'name' is not a valid voice name: " + *error + ".", "name");
   if (!form.consent || form.consent->empty())
     return proto::invalid_request("The form needs the field 'consent': the id of the speaker's consent.", "consent");
-  if (form.x_vector_only_mode && *form.x_vector_only_mode != "true" && *form.x_vector_only_mode != "false")
-    return proto::invalid_request("'x_vector_only_mode' must be true or false.", "x_vector_only_mode");
+  if (form.x_vector_only_mode) {
+    // As form libraries write a boolean: Python's True/False, JavaScript's true/false, 1/0.
+    std::string flag = *form.x_vector_only_mode;
+    std::transform(flag.begin(), flag.end(), flag.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (flag == "true" || flag == "1") {
+      form.x_vector_only = true;
+    } else if (flag != "false" && flag != "0") {
+      return proto::invalid_request("'x_vector_only_mode' must be true or false.", "x_vector_only_mode");
+    }
+  }
   return form;
 }
 
@@ -231,8 +241,7 @@ asio::awaitable<void> handle_upload(Exchange& ex, const ModelServices& services)
     set_error(ex.response, voices_full(store));
     co_return;
   }
-  const bool x_vector_only = form.x_vector_only_mode == "true";
-  const bool icl = !x_vector_only && form.ref_text && !form.ref_text->empty();
+  const bool icl = !form.x_vector_only && form.ref_text && !form.ref_text->empty();
   auto computed = co_await compute_voice_reference(*service, form.audio->data, icl, "audio_sample");
   if (auto* error = std::get_if<proto::ApiError>(&computed)) {
     set_error(ex.response, *error);
