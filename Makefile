@@ -82,7 +82,7 @@ test-sanitize: deps test-models venv
 # The libFuzzer targets (tests/fuzz/: clang, ASan + UBSan), built in their own tree and
 # run one after another for FUZZ_SECONDS each on a copy of their committed seeds.
 # Any finding fails; its reproducer stays under $(FUZZ_BUILD_DIR)/run/<target>/.
-# FUZZ_TARGETS names some of them (default: all six).
+# FUZZ_TARGETS names some of them (default: all seven).
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS   ?= 60
 FUZZ_TARGETS   ?=

@@ -43,6 +43,9 @@ struct ModelConfig {
   // Speech models: voice name a request may use -> checkpoint speaker, over the
   // built-in OpenAI voice table (server/services/speech_voices.h). Names are lower-case.
   std::map<std::string, std::string> voices;
+  // Base (voice-cloning) speech models: the folder uploaded voices are kept in, over
+  // Config::voices_dir; "" falls back to it.
+  std::string voices_dir;
   // Chat: a Jinja file used instead of the model file's chat template (vLLM's
   // --chat-template); "" keeps the model's.
   std::string chat_template;
@@ -85,6 +88,13 @@ struct Config {
   uint64_t max_body_bytes = 8u << 20;
   uint32_t max_header_bytes = 16u << 10;
   uint64_t max_speech_body_bytes = 32u << 20;  // a whole (non-streamed) speech response
+  // Voice cloning (Base speech models): the longest reference clip, the voices one
+  // model keeps from POST /v1/audio/voices, and where it keeps them on disk ("":
+  // memory only; a model's voices go to <voices_dir>/<model id>/ unless its entry
+  // sets its own voices_dir).
+  double max_reference_audio_s = 30;
+  int64_t max_voices = 64;
+  std::string voices_dir;
   double header_timeout_s = 10;  // from accept (kept-alive: a request's first byte) to its last header byte
   double body_timeout_s = 60;    // to receive the whole body
   double idle_timeout_s = 60;    // keep-alive connection with no request in progress

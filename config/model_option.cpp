@@ -129,7 +129,7 @@ const std::vector<std::string>& entry_fields() {
   static const std::vector<std::string> fields = {
       "path",   "name",          "backend",          "context_length",  "quantize",
       "generation", "voices", "chat_template", "tool_call_parser", "reasoning_parser", "pooling",
-      "codec_precision", "speculative"};
+      "codec_precision", "speculative", "voices_dir"};
   return fields;
 }
 
@@ -171,6 +171,7 @@ ModelConfig parse_json_entry(const json& entry, std::size_t index, std::string_v
                           : field == "reasoning_parser" ? &model.reasoning_parser
                           : field == "pooling" ? &model.pooling
                           : field == "codec_precision" ? &model.codec_precision
+                          : field == "voices_dir" ? &model.voices_dir
                                                : nullptr;
     if (target == nullptr) fail(key, "unknown key" + suggestion(field, entry_fields()), origin);
     if (!value.is_string()) fail_type(key, "a string", value, origin);
@@ -239,6 +240,7 @@ OptionSpec models_option() {
              (model.reasoning_parser == "auto" ? "" : ", reasoning_parser " + model.reasoning_parser) +
              (model.pooling == "auto" ? "" : ", pooling " + model.pooling) +
              (model.codec_precision == "f32" ? "" : ", codec_precision " + model.codec_precision) +
+             (model.voices_dir.empty() ? "" : ", voices_dir " + model.voices_dir) +
              (model.speculative.method == "none"
                   ? ""
                   : ", speculative " + model.speculative.method + " k=" +

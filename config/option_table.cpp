@@ -162,6 +162,20 @@ OptionSpec string_option(std::string key, std::string Config::*member,
   return spec;
 }
 
+// A folder path; empty means none (the feature that keeps files there is off).
+OptionSpec folder_option(std::string key, std::string Config::*member, std::string group, std::string help) {
+  OptionSpec spec = row(key, "DIR", std::move(group), std::move(help));
+  spec.set_from_text = [=](Config& config, std::string_view text, std::string_view) {
+    config.*member = std::string(trim(text));
+  };
+  spec.set_from_json = [=](Config& config, const json& value, std::string_view origin) {
+    if (!value.is_string()) fail_type(key, "a string", value, origin);
+    config.*member = std::string(trim(value.get_ref<const std::string&>()));
+  };
+  spec.show = [member](const Config& config) { return config.*member; };
+  return spec;
+}
+
 // The backend of every model whose entry says auto (the entries' default): a string
 // option whose value must name a backend.
 OptionSpec backend_option(std::string group) {
@@ -276,6 +290,13 @@ std::vector<OptionSpec> build_table() {
   table.push_back(integer_option("max_speech_body_bytes", &Config::max_speech_body_bytes, 1024,
                                  int64_t{1} << 34, "BYTES", requests,
                                  "Largest whole (non-streamed) /v1/audio/speech response; longer audio must be streamed"));
+  table.push_back(seconds_option("max_reference_audio_s", &Config::max_reference_audio_s, 0, true, requests,
+                                 "Longest voice-cloning reference clip (ref_audio, uploaded voices) of a Base speech model"));
+  table.push_back(integer_option("max_voices", &Config::max_voices, 0, 1 << 20, "UINT", requests,
+                                 "Uploaded voices (POST /v1/audio/voices) one Base speech model keeps; more get 409"));
+  table.push_back(folder_option("voices_dir", &Config::voices_dir, requests,
+                                "Folder where Base speech models keep uploaded voices across restarts "
+                                "(<DIR>/<model id>/; empty: memory only)"));
   table.push_back(seconds_option("header_timeout_s", &Config::header_timeout_s, 0, true, requests,
                                  "From accept (or, on a kept-alive connection, a request's first byte) to its last header byte"));
   table.push_back(seconds_option("body_timeout_s", &Config::body_timeout_s, 0, true, requests,

@@ -80,6 +80,15 @@ Error read_opt_float(const Json& v, const std::string& param, double lo, double 
   return std::nullopt;
 }
 
+Error read_ref_audio(const Json& v, const std::string& param, std::optional<AudioPayload>& out) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_string()) return fields::type_error(param, "a string (base64 audio or a data: URI)", v);
+  auto decoded = decode_audio_payload(v.get_ref<const std::string&>(), param);
+  if (auto* error = std::get_if<ApiError>(&decoded)) return *error;
+  out = std::move(std::get<AudioPayload>(decoded));
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view audio_format_name(AudioFormat format) {
@@ -138,6 +147,14 @@ SpeechParse parse_speech_request(std::string_view body_text, const ParseOptions&
       e = fields::read_opt_int32(value, key, 1, 64, req.initial_codec_chunk_frames);
     } else if (key == "ignore_eos") {
       e = fields::read_bool(value, key, req.ignore_eos);
+    } else if (key == "ref_audio") {
+      e = read_ref_audio(value, key, req.ref_audio);
+    } else if (key == "ref_text") {
+      e = fields::read_opt_string(value, key, req.ref_text);
+      if (!e && req.ref_text && count_chars(*req.ref_text) > kMaxSpeechInputChars)
+        e = invalid_request("'ref_text' is longer than 4096 characters.", key);
+    } else if (key == "x_vector_only_mode") {
+      e = fields::read_bool(value, key, req.x_vector_only_mode);
     } else if (parse.strict_fields) {
       e = fields::unknown_field(key);
     } else {

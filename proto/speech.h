@@ -4,8 +4,11 @@
 // instructions, response_format, speed, stream_format) plus the extensions vLLM-Omni
 // names for Qwen3-TTS (language, max_new_tokens, seed, temperature, top_k, top_p,
 // repetition_penalty, sample_rate, initial_codec_chunk_frames, stream) and vLLM's
-// ignore_eos (speech that runs max_new_tokens frames, for benchmarks). Whether the
-// voice or language exists is the model's check, not this one's.
+// ignore_eos (speech that runs max_new_tokens frames, for benchmarks), and
+// vLLM-Omni's voice-cloning fields for Base checkpoints: ref_audio (base64 or a
+// data: URI, decoded here: audio_payload.h), ref_text, x_vector_only_mode. Whether
+// the voice or language exists, and whether the model clones, is the model's
+// check, not this one's.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "proto/audio_payload.h"
 #include "proto/errors.h"
 #include "proto/generation_options.h"
 
@@ -46,6 +50,12 @@ struct SpeechRequest {
   std::optional<int32_t> sample_rate;           // 8000..48000 Hz; absent: the model's
   std::optional<int32_t> initial_codec_chunk_frames;  // 1..64: frames in the first audio chunk
   bool ignore_eos = false;                      // vLLM's name: never stop before max_new_tokens
+  // Voice cloning (Base checkpoints): the reference clip's bytes, decoded from
+  // base64 (not yet checked as audio), its transcript (ICL mode), and whether to
+  // clone from the speaker embedding alone.
+  std::optional<AudioPayload> ref_audio;
+  std::optional<std::string> ref_text;
+  bool x_vector_only_mode = false;
   std::vector<std::string> ignored_fields;      // unknown keys when not strict
 };
 

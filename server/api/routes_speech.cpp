@@ -28,6 +28,7 @@
 #include "proto/sse.h"
 #include "server/http/chunked_writer.h"
 #include "server/audio/speech_audio.h"
+#include "server/api/speech_clone.h"
 #include "server/api/speech_errors.h"
 #include "server/services/speech_service.h"
 #include "server/http/stream_watch.h"
@@ -208,21 +209,6 @@ asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& w
   }
 }
 
-// The speech model a request names, or the error: 400 for a text model, 503 while
-// models are still loading, 404 once they are all in.
-SpeechService* find_speech_model(Response& response, const ModelServices& services, const std::string& name) {
-  if (SpeechService* service = services.find_speech(name)) return service;
-  if (services.find(name)) {
-    set_error(response, proto::invalid_request("The model '" + name +
-                                                   "' is a text model: /v1/audio/speech needs a speech model.",
-                                               "model"));
-  } else {
-    set_error(response, services.all_loaded() ? proto::model_not_found(name)
-                                              : proto::not_ready("Models are still loading"));
-  }
-  return nullptr;
-}
-
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
@@ -267,7 +253,8 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
   if (!job.service) co_return;
 
   const SpeechVoices& voices = job.service->voices();
-  std::optional<std::string> speaker = voices.resolve(request.voice);
+  // A Base model's voice is the reference (apply_voice_reference below), not a speaker.
+  std::optional<std::string> speaker = job.service->clones_voices() ? std::string() : voices.resolve(request.voice);
   if (!speaker) {
     set_error(ex.response,
               proto::invalid_request("The voice '" + request.voice + "' is not available for model '" + request.model +
@@ -299,7 +286,13 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
     ex.response.set("x-sluice-instructions-ignored", "true");
     spdlog::debug("request {}: instructions ignored by this checkpoint size", ex.request_id);
   }
-  engine::SubmitResult submitted = job.service->engine().submit(engine_request(request, *speaker, config));
+  engine::tts::SpeechRequest engine_req = engine_request(request, *speaker, config);
+  // Last: a clone's reference costs the most to compute, after every cheap refusal.
+  if (auto error = co_await apply_voice_reference(request, *job.service, engine_req.tts.prompt)) {
+    set_error(ex.response, *error);
+    co_return;
+  }
+  engine::SubmitResult submitted = job.service->engine().submit(std::move(engine_req));
   if (!submitted.ok()) {
     set_error(ex.response, submit_error(submitted));
     co_return;
@@ -325,74 +318,24 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
   if (failure) std::rethrow_exception(failure);
 }
 
-// The value of `key` in the target's query string, decoded; nullopt when absent.
-std::optional<std::string> query_value(std::string_view target, std::string_view key) {
-  const size_t question = target.find('?');
-  if (question == std::string_view::npos) return std::nullopt;
-  std::string_view query = target.substr(question + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const size_t equals = pair.find('=');
-    if (pair.substr(0, equals) != key) continue;
-    std::string decoded;
-    if (equals == std::string_view::npos) return decoded;
-    if (!percent_decode(pair.substr(equals + 1), decoded)) return std::nullopt;
-    return decoded;
-  }
-  return std::nullopt;
-}
-
-// GET /v1/audio/voices[?model=ID]: every voice name the speech models accept (the
-// "voices" list clients of Kokoro and vLLM-Omni read), and per model its speakers,
-// OpenAI aliases and default.
-void handle_voices(Exchange& ex, const ModelServices& services) {
-  const std::optional<std::string> model = query_value(ex.request.target(), "model");
-  std::vector<SpeechService*> chosen;
-  if (model) {
-    SpeechService* service = find_speech_model(ex.response, services, *model);
-    if (!service) return;
-    chosen.push_back(service);
-  } else if (!services.all_loaded()) {
-    // The list would lack the models still loading: say so, as the model routes do.
-    set_error(ex.response, proto::not_ready("Models are still loading"));
-    return;
-  } else {
-    chosen = services.speech_services();
-  }
-  nlohmann::ordered_json names = nlohmann::ordered_json::array();
-  nlohmann::ordered_json data = nlohmann::ordered_json::array();
-  for (SpeechService* service : chosen) {
-    const SpeechVoices& voices = service->voices();
-    for (const std::string& name : voices.names())
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    nlohmann::ordered_json aliases = nlohmann::ordered_json::object();
-    for (const auto& [alias, speaker] : voices.aliases())
-      aliases[alias] = speaker.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(speaker);
-    const engine::tts::TtsConfig& tts = service->tts_config();
-    data.push_back({{"model", service->id()},
-                    {"tts_model_type", engine::tts::tts_kind_name(tts.kind)},
-                    {"speakers", voices.speakers()},
-                    {"aliases", aliases},
-                    {"default", voices.has_speakers() ? nlohmann::ordered_json(voices.default_speaker())
-                                                      : nlohmann::ordered_json()},
-                    {"accepts_instructions", tts.accepts_instructions()}});
-  }
-  ex.response.result(http::status::ok);
-  ex.response.set(http::field::content_type, "application/json");
-  ex.response.body() = proto::dump_json({{"voices", names}, {"data", data}});
-}
-
 }  // namespace
+
+SpeechService* find_speech_model(Response& response, const ModelServices& services, const std::string& name) {
+  if (SpeechService* service = services.find_speech(name)) return service;
+  if (services.find(name)) {
+    set_error(response, proto::invalid_request("The model '" + name +
+                                                   "' is a text model: /v1/audio/speech needs a speech model.",
+                                               "model"));
+  } else {
+    set_error(response, services.all_loaded() ? proto::model_not_found(name)
+                                              : proto::not_ready("Models are still loading"));
+  }
+  return nullptr;
+}
 
 void add_speech_routes(Router& router, const ModelServices& services, const config::Config& config) {
   router.add(http::verb::post, "/v1/audio/speech",
              [&services, &config](Exchange& ex) { return handle_speech(ex, services, config); });
-  router.add(http::verb::get, "/v1/audio/voices", [&services](Exchange& ex) -> asio::awaitable<void> {
-    handle_voices(ex, services);
-    co_return;
-  });
 }
 
 }  // namespace sluice::server

@@ -1,8 +1,9 @@
 #pragma once
 // The speech routes: POST /v1/audio/speech (OpenAI's, with vLLM-Omni's extensions)
 // answered as one audio body, a chunked audio stream (stream_format "audio") or
-// server-sent speech.audio.* events (stream_format "sse"); and GET /v1/audio/voices,
-// the voices of each speech model. Handlers run on the connection's strand and wait
+// server-sent speech.audio.* events (stream_format "sse"); a Base model clones the
+// voice of the request's reference (speech_clone.h). /v1/audio/voices is
+// routes_voices.h's. Handlers run on the connection's strand and wait
 // for engine events without blocking it.
 #include "config/config.h"
 #include "server/services/model_service.h"
@@ -12,5 +13,9 @@
 namespace sluice::server {
 
 void add_speech_routes(Router& router, const ModelServices& services, const config::Config& config);
+
+// The speech model a request names, or null with the error set on `response`: 400
+// for a text model, 503 while models are still loading, 404 once they are all in.
+SpeechService* find_speech_model(Response& response, const ModelServices& services, const std::string& name);
 
 }  // namespace sluice::server

@@ -25,6 +25,7 @@
 #include "server/api/routes_replica.h"
 #include "server/api/routes_responses.h"
 #include "server/api/routes_speech.h"
+#include "server/api/routes_voices.h"
 #include "server/services/service_state.h"
 #include "server/services/speech_service.h"
 
@@ -120,6 +121,7 @@ int run_serve(const config::Config& config) {
   add_responses_routes(router, services, config, prep, response_store);
   add_embeddings_routes(router, services, config, prep);
   add_speech_routes(router, services, config);
+  add_voice_routes(router, services);
   add_replica_routes(router, services, prep);
   ApiKeyAuth auth(config.api_keys);
   Cors cors(config.cors_origins);

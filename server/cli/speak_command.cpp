@@ -1,14 +1,12 @@
 #include "server/cli/speak_command.h"
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "backends/backend.h"
@@ -17,6 +15,8 @@
 #include "engine/loader/tensor_set.h"
 #include "engine/tts/codec/codec_config.h"
 #include "engine/tts/codec/codec_decoder.h"
+#include "engine/tts/codec/codec_encoder.h"
+#include "engine/tts/codec/codec_encoder_config.h"
 #include "engine/synthetic/synthesize.h"
 #include "engine/tts/model/tts_model.h"
 #include "server/audio/audio_decoder.h"
@@ -34,10 +34,8 @@ void add_speak_options(CLI::App& app, SpeakOptions& o) {
   app.add_option("--ref-audio", o.ref_audio, "Base checkpoints: audio file of the voice to clone (WAV, FLAC, MP3, ...)");
   app.add_flag("--x-vector-only", o.x_vector_only,
                "Base checkpoints: clone from the reference's speaker embedding alone (no transcript)");
-  app.add_option("--ref-text", o.ref_text, "Base checkpoints, ICL cloning: the transcript of --ref-audio");
-  app.add_option("--ref-codes", o.ref_codes,
-                 "Base checkpoints, ICL cloning: JSON file of --ref-audio's codec codes, [frames][16] "
-                 "(until the codec encoder computes them)");
+  app.add_option("--ref-text", o.ref_text,
+                 "Base checkpoints, ICL cloning: the transcript of --ref-audio (whose codes the codec encoder computes)");
   app.add_option("--seed", o.seed, "Sampling seed (default: random)");
   app.add_option("--temperature", o.temperature, "Sampling temperature of both stages; 0 is greedy")
       ->check(CLI::NonNegativeNumber);
@@ -57,17 +55,29 @@ void add_speak_options(CLI::App& app, SpeakOptions& o) {
 
 namespace {
 
-// The x-vector of --ref-audio, decoded, mixed to mono and resampled to the
-// encoder's rate. Throws SynthesisError naming ref_audio when it cannot be used.
-std::vector<float> reference_embedding(const engine::tts::TtsModel& model, const SpeakOptions& o, double& ms) {
+// A Base clone's reference: the x-vector of --ref-audio (decoded, mixed to mono
+// and resampled to the speaker encoder's rate) and, in ICL mode, its codes from
+// the checkpoint's codec encoder (speech_tokenizer/). Throws SynthesisError naming
+// the field when the reference cannot be used.
+struct Reference {
+  std::vector<float> speaker_embedding;
+  std::vector<int32_t> ref_codes;
+  double embedding_ms = 0.0, codes_ms = 0.0;
+};
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+Reference clone_reference(const engine::tts::TtsModel& model, const std::filesystem::path& dir, const SpeakOptions& o) {
   namespace tts = engine::tts;
   const tts::SpeakerEncoder* encoder = model.speaker_encoder();
   if (encoder == nullptr) throw tts::SynthesisError("only Base checkpoints clone a voice from reference audio", "ref_audio");
-  if (!o.x_vector_only && o.ref_codes.empty())
-    throw tts::SynthesisError("ICL cloning needs the reference's codes (--ref-codes, until the codec encoder "
-                              "computes them) and --ref-text; or pass --x-vector-only",
-                              "x_vector_only_mode");
-  const auto start = std::chrono::steady_clock::now();
+  if (!o.x_vector_only && o.ref_text.empty())
+    throw tts::SynthesisError("ICL cloning needs --ref-text (the transcript of --ref-audio); or pass --x-vector-only",
+                              "ref_text");
+  Reference out;
+  auto start = std::chrono::steady_clock::now();
   std::vector<float> samples;
   try {
     const DecodedAudio audio = read_audio_file(o.ref_audio);
@@ -77,26 +87,20 @@ std::vector<float> reference_embedding(const engine::tts::TtsModel& model, const
   }
   if (auto error = encoder->check_length(static_cast<int64_t>(samples.size())))
     throw tts::SynthesisError("the reference audio is too short: " + *error, "ref_audio");
-  std::vector<float> embedding = encoder->embed(samples);
-  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return embedding;
-}
+  out.speaker_embedding = encoder->embed(samples);
+  out.embedding_ms = ms_since(start);
+  if (o.x_vector_only) return out;
 
-// --ref-codes: [[c0, ..., c15], ...] frame by frame, flattened.
-std::vector<int32_t> read_reference_codes(const std::string& path) {
-  namespace tts = engine::tts;
-  std::ifstream in(path);
-  if (!in) throw tts::SynthesisError("cannot read " + path, "ref_codes");
-  const nlohmann::json codes = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  std::vector<int32_t> out;
-  if (!codes.is_array() || codes.empty()) throw tts::SynthesisError(path + " is not a list of frames", "ref_codes");
-  for (const nlohmann::json& frame : codes) {
-    if (!frame.is_array()) throw tts::SynthesisError(path + " holds a frame that is not a list", "ref_codes");
-    for (const nlohmann::json& code : frame) {
-      if (!code.is_number_integer()) throw tts::SynthesisError(path + " holds a code that is not an integer", "ref_codes");
-      out.push_back(code.get<int32_t>());
-    }
-  }
+  start = std::chrono::steady_clock::now();
+  const std::filesystem::path codec_dir = dir / "speech_tokenizer";
+  const tts::CodecEncoderConfig config = tts::read_codec_encoder_config(codec_dir / "config.json");
+  const auto tensors = loader::open_tensor_set(codec_dir);
+  tts::CodecEncoder codec_encoder = tts::CodecEncoder::load(*tensors, config, model.backend());
+  const auto rate = static_cast<int>(config.sample_rate);
+  out.ref_codes = codec_encoder.encode(rate == encoder->sample_rate()
+                                           ? samples
+                                           : resample_audio(samples, encoder->sample_rate(), rate));
+  out.codes_ms = ms_since(start);
   return out;
 }
 
@@ -122,11 +126,14 @@ int run_speak(const SpeakOptions& o) {
       request.prompt.voice = model->config().speakers.begin()->first;
     request.prompt.language = o.language;
     request.prompt.instructions = o.instructions;
-    double embedding_ms = 0.0;
-    if (!o.ref_audio.empty()) request.prompt.speaker_embedding = reference_embedding(*model, o, embedding_ms);
-    if (!o.x_vector_only && !o.ref_codes.empty()) {
-      request.prompt.ref_codes = read_reference_codes(o.ref_codes);
-      request.prompt.ref_text = o.ref_text;
+    Reference reference;
+    if (!o.ref_audio.empty()) {
+      reference = clone_reference(*model, dir, o);
+      request.prompt.speaker_embedding = std::move(reference.speaker_embedding);
+      request.prompt.ref_codes = std::move(reference.ref_codes);
+      if (!request.prompt.ref_codes.empty()) request.prompt.ref_text = o.ref_text;
+    } else if (!o.ref_text.empty() || o.x_vector_only) {
+      throw tts::SynthesisError("--ref-text and --x-vector-only go with --ref-audio", "ref_audio");
     }
     request.seed = o.seed;
     request.temperature = o.temperature;
@@ -141,7 +148,10 @@ int run_speak(const SpeakOptions& o) {
     if (o.stats) {
       const double frames = std::max<double>(1.0, static_cast<double>(stats.frames));
       std::fprintf(stderr, "backend:          %s (%s)\n", backend->name().c_str(), backend->kernel_path().c_str());
-      if (!o.ref_audio.empty()) std::fprintf(stderr, "speaker encoder:  %.1f ms (decode, resample, x-vector)\n", embedding_ms);
+      if (!o.ref_audio.empty()) {
+        std::fprintf(stderr, "speaker encoder:  %.1f ms (decode, resample, x-vector)\n", reference.embedding_ms);
+        if (!o.x_vector_only) std::fprintf(stderr, "codec encoder:    %.1f ms (load, reference codes)\n", reference.codes_ms);
+      }
       std::fprintf(stderr, "frames:           %lld (%s)\n", static_cast<long long>(stats.frames), stats.finish_reason.c_str());
       std::fprintf(stderr, "audio:            %.2f s\n", stats.audio_seconds);
       std::fprintf(stderr, "talker:           %.1f ms/frame (prompt prefill included)\n", stats.talker_ms / frames);

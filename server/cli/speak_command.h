@@ -23,8 +23,7 @@ struct SpeakOptions {
   std::string instructions;     // VoiceDesign (1.7B) voice description / style
   std::string ref_audio;        // Base: the voice to clone (any audio file FFmpeg reads)
   bool x_vector_only = false;   // Base: clone from the speaker embedding alone
-  std::string ref_text;         // Base ICL: the reference's transcript
-  std::string ref_codes;        // Base ICL: a JSON file of the reference's codes, [frames][16]
+  std::string ref_text;         // Base ICL: the reference's transcript (its codes come from the codec encoder)
   std::optional<uint64_t> seed;
   std::optional<float> temperature;  // 0: greedy talker and code predictor; default: the checkpoint's
   std::optional<int> max_frames;

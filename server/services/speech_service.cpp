@@ -28,6 +28,39 @@ engine::tts::SpeechEngineConfig speech_engine_config(const std::string& model_id
   return out;
 }
 
+namespace {
+
+// Where a model keeps its uploaded voices: its entry's voices_dir, else a folder
+// per model under the global one (model ids may hold '/': it becomes '_'), else
+// nowhere (memory only).
+std::filesystem::path voices_dir_of(const std::string& model_id, const config::Config& config,
+                                    const config::ModelConfig& entry) {
+  if (!entry.voices_dir.empty()) return entry.voices_dir;
+  if (config.voices_dir.empty()) return {};
+  std::string folder = model_id;
+  for (char& c : folder)
+    if (c == '/' || c == '\\') c = '_';
+  if (folder == "." || folder == "..") folder = "_" + folder;
+  return std::filesystem::path(config.voices_dir) / folder;
+}
+
+}  // namespace
+
+void SpeechService::load_cloning(SpeechService& service, const std::filesystem::path& dir,
+                                 const backends::BackendSpec& spec, const config::Config& config,
+                                 const config::ModelConfig& entry, engine::ComputeTurns* cpu_turns) {
+  // Cloning jobs wait here for the one cloning thread; past this many, 429.
+  constexpr int kMaxCloneJobs = 8;
+  const engine::tts::TtsConfig& tts = service.model_->config();
+  service.cloner_ = std::make_unique<VoiceCloner>(dir, *tts.speaker_encoder, spec, config.compute_threads,
+                                                  ReferenceAudioLimits{.max_seconds = config.max_reference_audio_s},
+                                                  cpu_turns);
+  service.voice_store_ = std::make_unique<VoiceStore>(voices_dir_of(service.id_, config, entry),
+                                                      static_cast<size_t>(config.max_voices),
+                                                      tts.talker.embedding_length, service.cloner_->num_code_groups());
+  service.clone_pool_ = std::make_unique<PrepPool>(1, kMaxCloneJobs);
+}
+
 std::unique_ptr<SpeechService> SpeechService::load(const server::LoadedModel& loaded, const config::Config& config,
                                                    const config::ModelConfig& entry,
                                                    prometheus::Registry& registry, engine::ComputeTurns* cpu_turns) {
@@ -52,6 +85,14 @@ std::unique_ptr<SpeechService> SpeechService::load(const server::LoadedModel& lo
     service->voices_ = std::make_unique<SpeechVoices>(std::move(speakers), entry.voices);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("model " + info.id + ": " + e.what());
+  }
+
+  if (service->model_->config().speaker_encoder) {
+    try {
+      load_cloning(*service, dir, spec, config, entry, cpu_turns);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("model " + info.id + ": voice cloning: " + e.what());
+    }
   }
 
   service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id, config.metrics_vllm_names);
@@ -80,6 +121,7 @@ void SpeechService::refresh_metrics() {
 
 void SpeechService::stop() {
   if (engine_) engine_->stop();
+  if (clone_pool_) clone_pool_->join();
 }
 
 }  // namespace sluice::server

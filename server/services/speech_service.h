@@ -5,6 +5,11 @@
 // SpeechEngine and its metrics (the shared sluice_* engine series and the speech
 // ones). ModelServices (model_service.h) holds these beside the text models.
 //
+// A Base checkpoint also gets what voice cloning needs: a VoiceCloner (speaker and
+// codec encoders on a backend of their own), a one-thread pool it runs on, so a
+// clip's encoding waits neither on nor for the HTTP threads or the tokenizer pool,
+// and the store of uploaded voices.
+//
 // Immutable after load() apart from its engine, whose submit() and stats() any
 // thread may call. stop() is for the shutdown path only.
 #include <prometheus/registry.h>
@@ -22,7 +27,10 @@
 #include "server/metrics/engine_metrics.h"
 #include "server/api/health.h"
 #include "server/metrics/speech_metrics.h"
+#include "server/services/prep_pool.h"
 #include "server/services/speech_voices.h"
+#include "server/services/voice_cloner.h"
+#include "server/services/voice_store.h"
 
 namespace sluice::server {
 
@@ -47,6 +55,11 @@ class SpeechService {
   engine::tts::SpeechEngine& engine() { return *engine_; }
   const engine::tts::TtsConfig& tts_config() const { return model_->config(); }
   const SpeechVoices& voices() const { return *voices_; }
+  // Base checkpoints only (null for the others): voice cloning.
+  bool clones_voices() const { return cloner_ != nullptr; }
+  VoiceCloner* cloner() const { return cloner_.get(); }
+  PrepPool* clone_pool() const { return clone_pool_.get(); }
+  VoiceStore* voice_store() const { return voice_store_.get(); }
   int32_t sample_rate() const { return engine_->sample_rate(); }
   // Samples of audio per codec frame (1920 at 24 kHz: 80 ms).
   int64_t samples_per_frame() const { return codec_->config().samples_per_frame; }
@@ -58,6 +71,9 @@ class SpeechService {
 
  private:
   SpeechService() = default;
+  static void load_cloning(SpeechService& service, const std::filesystem::path& dir, const backends::BackendSpec& spec,
+                           const config::Config& config, const config::ModelConfig& entry,
+                           engine::ComputeTurns* cpu_turns);
 
   std::string id_;
   std::unique_ptr<backends::Backend> talker_backend_;
@@ -66,6 +82,9 @@ class SpeechService {
   std::unique_ptr<loader::TensorSet> codec_tensors_;  // the codec's weights view these bytes
   std::unique_ptr<engine::tts::CodecDecoder> codec_;
   std::unique_ptr<SpeechVoices> voices_;
+  std::unique_ptr<VoiceCloner> cloner_;
+  std::unique_ptr<VoiceStore> voice_store_;
+  std::unique_ptr<PrepPool> clone_pool_;  // after the cloner: joined before it goes
   std::unique_ptr<EngineMetrics> metrics_;
   std::unique_ptr<SpeechMetrics> speech_metrics_;
   std::unique_ptr<engine::tts::SpeechEngine> engine_;  // declared last: stopped before the rest goes

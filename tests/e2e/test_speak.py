@@ -58,14 +58,13 @@ def test_greedy_speech_is_the_official_waveform(case_json, tmp_path):
         command += ["--instructions", args["instruct"]]
     if args.get("ref_audio"):
         # A Base voice clone: the reference file itself, decoded, mixed to mono and
-        # resampled by sluice; for ICL also its transcript and the official encoder's codes.
+        # resampled by sluice; for ICL also its transcript, and its codes from sluice's
+        # codec encoder (which must give the official encoder's, case["ref_codes"]).
         command += ["--ref-audio", FIXTURES / "reference_audio" / args["ref_audio"]]
         if args.get("x_vector_only_mode"):
             command += ["--x-vector-only"]
         else:
-            codes = tmp_path / "ref_codes.json"
-            codes.write_text(json.dumps(case["ref_codes"]))
-            command += ["--ref-text", args["ref_text"], "--ref-codes", codes]
+            command += ["--ref-text", args["ref_text"]]
     result = speak(*command)
     assert result.returncode == 0, result.stderr
     # An EOS the official package samples at step max_new_tokens - 1 comes after the
@@ -115,11 +114,9 @@ def test_bad_requests_and_checkpoints_fail_with_a_clear_message(tmp_path):
     no_reference = speak("--model", base, "--text", "Hi", "--out", out)
     assert no_reference.returncode == 2 and "ref_audio" in no_reference.stderr
     icl = speak("--model", base, "--text", "Hi", "--ref-audio", voice, "--out", out)
-    assert icl.returncode == 2 and "--ref-codes" in icl.stderr and "--x-vector-only" in icl.stderr
-    codes = tmp_path / "codes.json"
-    codes.write_text(json.dumps([[1] * 16] * 3))
-    no_text = speak("--model", base, "--text", "Hi", "--ref-audio", voice, "--ref-codes", codes, "--out", out)
-    assert no_text.returncode == 2 and "ref_text" in no_text.stderr
+    assert icl.returncode == 2 and "--ref-text" in icl.stderr and "--x-vector-only" in icl.stderr
+    no_audio = speak("--model", base, "--text", "Hi", "--ref-text", "Hello.", "--out", out)
+    assert no_audio.returncode == 2 and "--ref-audio" in no_audio.stderr
     not_audio = tmp_path / "notes.wav"
     not_audio.write_text("these are not samples")
     bad_audio = speak("--model", base, "--text", "Hi", "--ref-audio", not_audio, "--x-vector-only", "--out", out)

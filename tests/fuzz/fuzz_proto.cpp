@@ -11,6 +11,7 @@
 #include "proto/completions.h"
 #include "proto/embeddings.h"
 #include "proto/responses_api.h"
+#include "proto/speech.h"
 #include "proto/tokenize.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -25,6 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0: check_error(sluice::proto::parse_completion_request(body)); break;
     case 1: check_error(sluice::proto::parse_chat_request(body)); break;
     case 2: check_error(sluice::proto::parse_tokenize_request(body)); break;
+    case 3: check_error(sluice::proto::parse_speech_request(body)); break;  // ref_audio's base64 too
     case 4: check_error(sluice::proto::parse_messages_request(body, {}, /*count_tokens=*/data[0] & 0x10)); break;
     case 5: check_error(sluice::proto::parse_responses_request(body)); break;
     case 6: check_error(sluice::proto::parse_embeddings_request(body)); break;

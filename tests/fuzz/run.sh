@@ -22,12 +22,12 @@ shift 2
 # besides the committed corpus. libFuzzer writes only into the first corpus folder,
 # the copy, so these are read in place.
 declare -A max_len=([fuzz_http]=8192 [fuzz_proto]=4096 [fuzz_gguf]=16384
-  [fuzz_safetensors]=4096 [fuzz_tokenizer_json]=8192 [fuzz_chat_template]=8192)
+  [fuzz_safetensors]=4096 [fuzz_tokenizer_json]=8192 [fuzz_chat_template]=8192 [fuzz_multipart]=4096)
 declare -A dict=([fuzz_http]=http [fuzz_proto]=proto [fuzz_gguf]=gguf
   [fuzz_safetensors]=safetensors [fuzz_tokenizer_json]=tokenizer_json
-  [fuzz_chat_template]=chat_template)
+  [fuzz_chat_template]=chat_template [fuzz_multipart]=multipart)
 declare -A seeds=([fuzz_gguf]=tests/fixtures [fuzz_chat_template]=tests/fixtures/chat/templates)
-all=(fuzz_http fuzz_proto fuzz_gguf fuzz_safetensors fuzz_tokenizer_json fuzz_chat_template)
+all=(fuzz_http fuzz_proto fuzz_gguf fuzz_safetensors fuzz_tokenizer_json fuzz_chat_template fuzz_multipart)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 for t in "${targets[@]}"; do

@@ -17,6 +17,7 @@ struct SpeechCodecWorker::Job {
   int32_t first_chunk_frames = 1;
   int32_t chunk_frames = 4;
   std::optional<CodecStream> codec;  // made on the worker thread at the first decode
+  std::vector<int32_t> ref_codes;    // decoded into `codec` before the first frame, their audio dropped
   std::vector<int32_t> pending;      // codes of the frames not decoded yet
   int64_t frames_sent = 0;
   bool busy = false;    // decoding outside the lock
@@ -63,7 +64,8 @@ void SpeechCodecWorker::stop() {
 }
 
 void SpeechCodecWorker::begin(const std::string& id, std::shared_ptr<RequestStream> stream,
-                              Clock::time_point arrival, int32_t first_chunk_frames, int32_t chunk_frames) {
+                              Clock::time_point arrival, int32_t first_chunk_frames, int32_t chunk_frames,
+                              std::vector<int32_t> ref_codes) {
   if (failed_.load()) {
     // Nothing would ever decode it or push its finish.
     ChoiceFinish finish;
@@ -79,6 +81,7 @@ void SpeechCodecWorker::begin(const std::string& id, std::shared_ptr<RequestStre
   job->arrival = arrival;
   job->first_chunk_frames = std::max(first_chunk_frames, 1);
   job->chunk_frames = std::max(chunk_frames, 1);
+  job->ref_codes = std::move(ref_codes);
   std::lock_guard lock(mutex_);
   order_.push_back(id);
   jobs_[id] = std::move(job);
@@ -178,7 +181,14 @@ void SpeechCodecWorker::decode(Work& w) {
   AudioDelta delta;
   delta.num_frames = static_cast<int64_t>(w.frames);
   try {
-    if (!job.codec) job.codec.emplace(codec_.start());
+    if (!job.codec) {
+      job.codec.emplace(codec_.start());
+      if (!job.ref_codes.empty()) {
+        std::vector<float> reference_pcm;
+        job.codec->decode(job.ref_codes, reference_pcm);
+        job.ref_codes = {};
+      }
+    }
     job.codec->decode(w.codes, delta.pcm);
   } catch (const std::exception& e) {
     w.failure = e.what();

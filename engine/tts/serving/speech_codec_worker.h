@@ -49,8 +49,12 @@ class SpeechCodecWorker {
   // Aborts every request still decoding (its finish says "abort"), then joins.
   void stop();
 
+  // ref_codes [frames, num_quantizers]: an ICL prompt's reference codes. The official
+  // package decodes them ahead of the generated frames and drops their samples
+  // (reference §1.5); the stream decodes exactly as one pass, so decoding them first
+  // and dropping that audio gives the same samples. Empty: nothing to prime.
   void begin(const std::string& id, std::shared_ptr<RequestStream> stream, Clock::time_point arrival,
-             int32_t first_chunk_frames, int32_t chunk_frames);
+             int32_t first_chunk_frames, int32_t chunk_frames, std::vector<int32_t> ref_codes = {});
   void add_frame(const std::string& id, std::span<const int32_t> codes);
   // No more frames: decodes what is pending (unless decode_pending is false, for an
   // abort), then pushes `finish`.

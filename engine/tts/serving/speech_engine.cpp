@@ -249,7 +249,8 @@ bool SpeechEngine::drain_inbox() {
       shell_.count_rejected();
       continue;
     }
-    codec_worker_->begin(a.id, a.stream, a.arrival, item->first_chunk_frames, item->chunk_frames);
+    codec_worker_->begin(a.id, a.stream, a.arrival, item->first_chunk_frames, item->chunk_frames,
+                         a.prompt.ref_codes);
     active_.emplace(a.id, std::move(item->active));
   }
   for (const std::string& id : drained.aborts) {

@@ -24,7 +24,9 @@
 // (rows are not token ids).
 //
 // Events on the request's RequestStream (one choice): AudioDelta (24 kHz float PCM,
-// in order, exactly the samples of decoding all frames at once), then ChoiceFinish:
+// in order, exactly the samples of decoding all frames at once; for an ICL voice
+// clone, of decoding the reference's codes and then the frames, the reference's
+// samples dropped), then ChoiceFinish:
 // "stop" (codec EOS), "length" (max frames), "timeout" (deadline; the frames made
 // before it are decoded and sent first), "abort" (cancel, stop(): nothing more is
 // decoded), "error" (a failed step, a failed decode, or the engine or codec thread

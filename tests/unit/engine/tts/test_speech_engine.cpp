@@ -155,6 +155,41 @@ TEST_CASE("speech requests batched in one engine each get the audio they get alo
         3);
 }
 
+TEST_CASE("an ICL voice clone's audio is the reference and its frames decoded at once, the reference cut off") {
+  // The official package decodes the reference codes ahead of the generated ones and
+  // drops their samples (reference §1.5); the codec worker primes the request's
+  // stream with them, so streamed chunks still add up to exactly that audio.
+  World w(kFixtures / "base_small");
+  const TtsConfig& config = w.model->config();
+  TtsRequest r = testing::make_request("A cloned voice speaks.", "", 0.8f, 3, 10);
+  r.prompt.speaker_embedding.assign(static_cast<size_t>(config.talker.embedding_length), 0.0f);
+  for (size_t i = 0; i < r.prompt.speaker_embedding.size(); ++i)
+    r.prompt.speaker_embedding[i] = 0.05f * static_cast<float>(static_cast<int>(i % 7) - 3);
+  const int64_t ref_frames = 5;
+  const auto groups = static_cast<size_t>(w.codec.config().num_quantizers);
+  for (int64_t f = 0; f < ref_frames; ++f)
+    for (size_t g = 0; g < groups; ++g)
+      r.prompt.ref_codes.push_back(static_cast<int32_t>((f * 7 + static_cast<int64_t>(g) * 3) % 64));
+  r.prompt.ref_text = "The reference says this.";
+
+  TtsGenerator gen(*w.model);
+  const TtsStarted started = gen.start(r);
+  REQUIRE_MESSAGE(started.ok(), started.error);
+  std::vector<int32_t> codes = r.prompt.ref_codes;
+  while (gen.num_running() > 0)
+    for (const TtsFrameEvent& e : gen.step()) codes.insert(codes.end(), e.codes.begin(), e.codes.end());
+  const std::vector<float> whole = w.codec.decode_all(codes);
+  const std::vector<float> want(whole.begin() + ref_frames * w.samples_per_frame(), whole.end());
+
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  engine.start();
+  const SubmitResult submitted = engine.submit(speech("icl", r, 1, 3));
+  REQUIRE_MESSAGE(submitted.ok(), submitted.message);
+  const Outcome got = collect(*submitted.stream);
+  REQUIRE(got.pcm.size() == want.size());
+  CHECK(got.pcm == want);
+}
+
 TEST_CASE("speech engine: the official package's long greedy runs, all at once, as they are") {
   // custom_voice_wide's goldens (make_fixtures.py): an explicit language, a dialect
   // speaker under auto with CJK text, instructions; up to 96 frames. The engine's

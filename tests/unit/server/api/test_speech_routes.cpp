@@ -1,5 +1,6 @@
 // The speech routes before any speech model is in.
 #include "server/api/routes_speech.h"
+#include "server/api/routes_voices.h"
 
 #include <doctest/doctest.h>
 
@@ -35,6 +36,7 @@ TEST_CASE("/v1/audio/voices is 503 while models load, as the model routes are") 
   ModelServices services;
   Router router;
   add_speech_routes(router, services, config);
+  add_voice_routes(router, services);
   ApiKeyAuth auth({});
   Cors cors({});
   Dispatcher dispatcher(router, auth, cors);
