@@ -10,7 +10,8 @@
 //
 // Between ops a forward pass leaves the workers idle for microseconds, so they
 // spin (with a pause hint) for kSpin before sleeping on the job word; the caller
-// spins as long on the shares it waits for, then sleeps until the last one ends.
+// spins as long on the shares it waits for, then yields its core, and sleeps after
+// kCallerSleep until the last one ends.
 // Any thread of the job claims any share not yet taken (the caller too, once its
 // first is done), so a worker the OS has not scheduled does not hold the step up:
 // on a machine shared with other busy processes the caller computes what the
@@ -30,6 +31,9 @@ class ThreadPool {
  public:
   // How long an idle worker spins before it sleeps.
   static constexpr std::chrono::microseconds kSpin{200};
+  // The caller spins kSpin on shares still running, then yields its core until
+  // kCallerSleep, then sleeps.
+  static constexpr std::chrono::microseconds kCallerSleep{2000};
 
   // num_threads <= 0: one per hardware thread; at most kMaxThreads.
   static constexpr int kMaxThreads = 4096;

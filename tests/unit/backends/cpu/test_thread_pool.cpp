@@ -52,20 +52,20 @@ TEST_CASE("thread pool: each job runs every share once with fixed bounds, job af
 }
 
 TEST_CASE("thread pool: a caller that sleeps on slow shares is woken when they end") {
-  // Shares longer than the spin time put the caller to sleep on the done count.
-  static_assert(std::chrono::microseconds(2000) > ThreadPool::kSpin);
+  // Shares longer than kCallerSleep put the caller to sleep on the done count.
+  static_assert(std::chrono::microseconds(4000) > ThreadPool::kCallerSleep);
   ThreadPool pool(3);
   std::atomic<int64_t> sum{0};
-  for (int job = 0; job < 40; ++job) {
+  for (int job = 0; job < 30; ++job) {
     pool.parallel_for(3, [&](int64_t begin, int64_t end) {
-      std::this_thread::sleep_for(std::chrono::microseconds(2000));
+      std::this_thread::sleep_for(std::chrono::microseconds(4000));
       for (int64_t i = begin; i < end; ++i) sum.fetch_add(i + 1);
     });
     // Idle workers fall asleep between jobs too, and must be woken by the next one.
     if (job % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  CHECK(sum.load() == 40 * (1 + 2 + 3));
-  CHECK(ranges_of(pool, 7, std::chrono::microseconds(1500)) == expected_ranges(7, 3));
+  CHECK(sum.load() == 30 * (1 + 2 + 3));
+  CHECK(ranges_of(pool, 7, std::chrono::microseconds(4000)) == expected_ranges(7, 3));
 }
 
 }  // namespace
