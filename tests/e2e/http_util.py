@@ -16,6 +16,11 @@ def request(daemon, method, path, body=None, headers=None, timeout=10):
         conn.close()
 
 
+def post_json(daemon, path, body, timeout=10):
+    """POST body (a JSON-serializable value): returns (status, headers dict, body bytes)."""
+    return request(daemon, "POST", path, json.dumps(body), {"Content-Type": "application/json"}, timeout=timeout)
+
+
 def get_json(daemon, path, headers=None):
     status, head, body = request(daemon, "GET", path, headers=headers)
     return status, head, json.loads(body)

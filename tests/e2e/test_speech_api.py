@@ -23,7 +23,7 @@ import pytest
 from openai import OpenAI
 
 from conftest import DEFAULT_MODEL, REPO, TINY_MODEL, start_module_daemon
-from http_util import assert_openai_error, get_json, metric, parse_metrics, request
+from http_util import assert_openai_error, get_json, post_json, metric, parse_metrics, request
 
 TTS_FIXTURE = REPO / "tests" / "fixtures" / "qwen3_tts" / "custom_voice_small"
 SAMPLES_PER_FRAME = 1920
@@ -55,8 +55,7 @@ def client(served):
 
 
 def speech(daemon, body, timeout=30):
-    return request(daemon, "POST", "/v1/audio/speech", json.dumps(body), {"Content-Type": "application/json"},
-                   timeout=timeout)
+    return post_json(daemon, "/v1/audio/speech", body, timeout)
 
 
 def decode(data, fmt):

@@ -21,7 +21,7 @@ import requests
 from openai import OpenAI
 
 from conftest import REPO, Daemon, start_module_daemon
-from http_util import assert_openai_error, get_json, request
+from http_util import assert_openai_error, get_json, post_json, request
 
 FIXTURES = REPO / "tests" / "fixtures" / "qwen3_tts"
 BASE_SMALL = FIXTURES / "base_small"
@@ -62,8 +62,7 @@ def client(served):
 
 
 def speech(daemon, body, timeout=60):
-    return request(daemon, "POST", "/v1/audio/speech", json.dumps(body), {"Content-Type": "application/json"},
-                   timeout=timeout)
+    return post_json(daemon, "/v1/audio/speech", body, timeout)
 
 
 def pcm(daemon, **fields):
