@@ -21,6 +21,11 @@ def post_json(daemon, path, body, timeout=10):
     return request(daemon, "POST", path, json.dumps(body), {"Content-Type": "application/json"}, timeout=timeout)
 
 
+def post_speech(daemon, body, timeout=60):
+    """POST /v1/audio/speech with a JSON body: returns (status, headers dict, body bytes)."""
+    return post_json(daemon, "/v1/audio/speech", body, timeout)
+
+
 def get_json(daemon, path, headers=None):
     status, head, body = request(daemon, "GET", path, headers=headers)
     return status, head, json.loads(body)

@@ -23,7 +23,7 @@ import pytest
 from openai import OpenAI
 
 from conftest import DEFAULT_MODEL, REPO, TINY_MODEL, start_module_daemon
-from http_util import assert_openai_error, get_json, post_json, metric, parse_metrics, request
+from http_util import assert_openai_error, get_json, post_speech as speech, metric, parse_metrics, request
 
 TTS_FIXTURE = REPO / "tests" / "fixtures" / "qwen3_tts" / "custom_voice_small"
 SAMPLES_PER_FRAME = 1920
@@ -52,10 +52,6 @@ def served():
 @pytest.fixture(scope="module")
 def client(served):
     return OpenAI(base_url=served.url + "/v1", api_key="unused", max_retries=0, timeout=30)
-
-
-def speech(daemon, body, timeout=30):
-    return post_json(daemon, "/v1/audio/speech", body, timeout)
 
 
 def decode(data, fmt):

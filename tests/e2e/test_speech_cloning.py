@@ -21,7 +21,7 @@ import requests
 from openai import OpenAI
 
 from conftest import REPO, Daemon, start_module_daemon
-from http_util import assert_openai_error, get_json, post_json, request
+from http_util import assert_openai_error, get_json, post_speech as speech, request
 
 FIXTURES = REPO / "tests" / "fixtures" / "qwen3_tts"
 BASE_SMALL = FIXTURES / "base_small"
@@ -59,10 +59,6 @@ def served(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(served):
     return OpenAI(base_url=served.url + "/v1", api_key="unused", max_retries=0, timeout=60)
-
-
-def speech(daemon, body, timeout=60):
-    return post_json(daemon, "/v1/audio/speech", body, timeout)
 
 
 def pcm(daemon, **fields):
