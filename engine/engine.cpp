@@ -91,10 +91,12 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
                           .enable_prefix_caching = config_.enable_prefix_caching};
   scheduler_ = std::make_unique<Scheduler>(sc);
   if (config_.kv_events != nullptr) scheduler_->record_kv_events(&kv_event_log_);
-  // One sampler (scratch sized to the vocabulary) per host thread that samples rows.
+  // One sampler (scratch sized to the vocabulary) per host thread that samples rows;
+  // in the device's draw order where the device samples (sampler.h: DrawOrder).
   const int num_samplers = std::max(1, model_.backend().host_threads());
+  const DrawOrder draw_order = runner_->samples_on_device() ? DrawOrder::by_id : DrawOrder::descending;
   for (int i = 0; i < num_samplers; ++i)
-    samplers_.push_back(std::make_unique<Sampler>(static_cast<int32_t>(hp.vocab_size)));
+    samplers_.push_back(std::make_unique<Sampler>(static_cast<int32_t>(hp.vocab_size), draw_order));
   masks_.resize(samplers_.size());
   histories_.resize(samplers_.size());
   const SpeculativeConfig& spec = config_.speculative;

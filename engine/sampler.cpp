@@ -76,8 +76,9 @@ uint64_t Rng::next() {
 
 double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
-Sampler::Sampler(int32_t vocab_size)
+Sampler::Sampler(int32_t vocab_size, DrawOrder draw_order)
     : vocab_size_(vocab_size),
+      draw_order_(draw_order),
       work_(vocab_size),
       weight_(vocab_size),
       ids_(vocab_size),
@@ -257,6 +258,20 @@ Sampler::Kept Sampler::keep_prefix(std::span<const float> logits, int32_t top_k,
   return kept;
 }
 
+int32_t Sampler::draw_by_id(const Kept& kept, double target) {
+  for (size_t i = 0; i < kept.count; ++i) seen_[ids_[i]] = 1;
+  int32_t token = -1, last_kept = -1;
+  double before = 0.0;
+  for (size_t id = 0; id < seen_.size(); ++id) {
+    if (!seen_[id]) continue;
+    seen_[id] = 0;  // seen_ is all zero between calls
+    last_kept = static_cast<int32_t>(id);
+    before += weight_[id];
+    if (token < 0 && before > target) token = last_kept;
+  }
+  return token >= 0 ? token : last_kept;  // rounding left the target past the end: the last kept token
+}
+
 void Sampler::apply_top_k_top_p_min_p(std::span<float> logits, int32_t top_k, float top_p,
                                       float min_p) {
   const Kept kept = keep_prefix(logits, top_k, top_p, min_p);  // seen_ is all zero between calls
@@ -389,9 +404,13 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
       result.token = argmax(work);  // everything masked: stay deterministic, still draw
       rng.next();
     } else {
-      // Inverse CDF over the kept set in descending order, without sorting it.
       const double target = rng.uniform() * kept.weight;
-      result.token = ids_[select_by_mass(work, 0, kept.count, 0.0, target, false).index];
+      if (draw_order_ == DrawOrder::by_id) {
+        result.token = draw_by_id(kept, target);
+      } else {
+        // Inverse CDF over the kept set in descending order, without sorting it.
+        result.token = ids_[select_by_mass(work, 0, kept.count, 0.0, target, false).index];
+      }
     }
   }
 

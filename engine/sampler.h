@@ -7,7 +7,9 @@
 //
 //   logit_bias -> penalties (repetition, then frequency/presence) -> temperature
 //   (0 -> greedy argmax, lowest id on ties) -> top_k -> top_p -> min_p
-//   -> inverse-CDF draw over the kept prefix of the descending order.
+//   -> inverse-CDF draw over the kept prefix of the descending order (or, where the
+//   engine's backend samples on the device, over the kept tokens in id order: see
+//   DrawOrder).
 //
 // The nucleus cut and the draw use a mass-weighted quickselect instead of a sort:
 // expected O(vocab), same token as a walk over the sorted order would give.
@@ -28,6 +30,13 @@
 #include "backends/backend.h"
 
 namespace sluice::engine {
+
+// Where a draw's uniform lands on the kept set's CDF: over the kept tokens in
+// descending order (the host's own draw), or in id order (Backend::sample's). An
+// engine whose backend samples on the device takes its host-sampled steps (drafts
+// to verify, grammars, prompt scoring) in id order too, so that a seeded sequence
+// draws the same token from the same uniform whichever side samples its step.
+enum class DrawOrder { descending, by_id };
 
 using LogitBias = std::map<int32_t, float>;
 inline std::shared_ptr<const LogitBias> make_logit_bias(LogitBias bias) {
@@ -89,7 +98,7 @@ struct SampleResult {
 // Owns scratch buffers sized to the vocabulary. Not thread-safe: one per engine thread.
 class Sampler {
  public:
-  explicit Sampler(int32_t vocab_size);
+  explicit Sampler(int32_t vocab_size, DrawOrder draw_order = DrawOrder::descending);
 
   // logits: [vocab_size] raw model output for one sequence. history_prompt /
   // history_output feed the penalties. Advances `rng` by exactly one draw unless
@@ -153,8 +162,11 @@ class Sampler {
                      bool inclusive);
   void top_logprobs(std::span<const float> raw, int32_t n, double log_z,
                     std::vector<TokenLogprob>& out);
+  // The first kept token in id order at which the running weight passes `target`.
+  int32_t draw_by_id(const Kept& kept, double target);
 
   int32_t vocab_size_;
+  DrawOrder draw_order_;
   std::vector<float> work_;      // [vocab_size] processed logits
   std::vector<float> weight_;    // [vocab_size] exp(logit - max)
   std::vector<int32_t> ids_;     // [vocab_size] token ids, permuted by the selections

@@ -8,7 +8,8 @@ reference_audio/voice_24k.wav, sent inline (`ref_audio`, base64 or a data: URI) 
 uploaded (POST /v1/audio/voices, multipart as `requests` encodes it).
 
 Runs are greedy and short, so the same reference gives the same bytes whichever way it
-came: inline == uploaded, streamed == whole, before == after a restart."""
+came: inline == uploaded, streamed == whole (within a few LSB on a GPU), before == after
+a restart."""
 import base64
 import io
 import json
@@ -20,7 +21,7 @@ import pytest
 import requests
 from openai import OpenAI
 
-from conftest import REPO, Daemon, start_module_daemon
+from conftest import REPO, Daemon, assert_same_pcm, start_module_daemon
 from http_util import assert_openai_error, get_json, post_speech as speech, request
 
 FIXTURES = REPO / "tests" / "fixtures" / "qwen3_tts"
@@ -112,12 +113,13 @@ def test_inline_reference_with_the_openai_client_x_vector_and_icl(served, client
 
 
 @pytest.mark.parametrize("mode", ["x_vector", "icl"])
-def test_streamed_clone_is_the_whole_one_byte_for_byte(served, mode):
+def test_streamed_clone_is_the_whole_one(served, mode):
     fields = {"ref_audio": VOICE_B64}
     fields.update({"x_vector_only_mode": True} if mode == "x_vector" else {"ref_text": REF_TEXT})
-    assert streamed_pcm(served, **fields) == pcm(served, **fields)
+    whole = pcm(served, **fields)
+    assert_same_pcm(streamed_pcm(served, **fields), whole)
     # ICL decodes the reference's codes first, then cuts them: the first chunk too.
-    assert streamed_pcm(served, initial_codec_chunk_frames=2, **fields) == pcm(served, **fields)
+    assert_same_pcm(streamed_pcm(served, initial_codec_chunk_frames=2, **fields), whole)
 
 
 def test_an_uploaded_voice_speaks_as_the_same_reference_inline(served):

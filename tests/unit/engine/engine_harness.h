@@ -1,5 +1,5 @@
 #pragma once
-// Test helpers for the Engine: a fixture model on the CPU backend with its GGUF
+// Test helpers for the Engine: a fixture model (on the CPU backend unless given one) with its GGUF
 // tokenizer, and a consumer that drains a RequestStream into per-choice results.
 #include <chrono>
 #include <cstdint>
@@ -24,14 +24,20 @@ struct LoadedFixture {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-inline LoadedFixture load_engine_fixture(const std::string& name = "llama", const std::string& variant = "f32",
-                                         int num_threads = 2) {
+// The fixture model on `backend` (the CUDA tests pass theirs).
+inline LoadedFixture load_engine_fixture_on(std::unique_ptr<backends::Backend> backend, const std::string& name,
+                                            const std::string& variant) {
   const std::string path = std::string(SLUICE_FIXTURES_DIR) + "/models/" + name + "/" + name + "-" + variant + ".gguf";
   LoadedFixture f;
-  f.backend = backends::make_cpu_backend(num_threads);
+  f.backend = std::move(backend);
   f.model = Model::load(loader::open_weights(path), *f.backend);
   f.tokenizer = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(path)));
   return f;
+}
+
+inline LoadedFixture load_engine_fixture(const std::string& name = "llama", const std::string& variant = "f32",
+                                         int num_threads = 2) {
+  return load_engine_fixture_on(backends::make_cpu_backend(num_threads), name, variant);
 }
 
 inline EngineConfig small_config() {

@@ -39,6 +39,21 @@ class RecordingBackend : public ForwardingBackend {
 
 // Samples "on the device" by the backend.h contract, on the host: adjust entries,
 // then greedy argmax, and raw log-probabilities with the top alternatives.
+// Backend::sample's draw: the inverse CDF over the tokens in id order, weights
+// exp(x / T - max) in float as the host sampler computes them.
+int32_t draw_in_id_order(std::vector<float> x, float temperature, double uniform) {
+  for (float& v : x) v /= temperature;
+  const float max = *std::max_element(x.begin(), x.end());
+  std::vector<float> weight(x.size());
+  double total = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) total += weight[i] = std::exp(x[i] - max);
+  const double target = uniform * total;
+  double before = 0.0;
+  for (size_t i = 0; i < x.size(); ++i)
+    if ((before += weight[i]) > target) return static_cast<int32_t>(i);
+  return static_cast<int32_t>(x.size()) - 1;
+}
+
 class SamplingBackend : public ForwardingBackend {
  public:
   SamplingBackend() : ForwardingBackend(backends::make_cpu_backend(2)) {}
@@ -50,7 +65,8 @@ class SamplingBackend : public ForwardingBackend {
     std::vector<float> all(rows.size() * vocab);
     download(logits, std::as_writable_bytes(std::span(all)));
     for (size_t r = 0; r < rows.size(); ++r) {
-      REQUIRE(rows[r].temperature < 1e-5f);  // the tests here are greedy
+      // Greedy, or a temperature alone (no top_k, top_p, min_p): the tests here.
+      REQUIRE((rows[r].top_k <= 0 && rows[r].top_p >= 1.0f && rows[r].min_p <= 0.0f));
       const std::span<const float> raw(all.data() + r * vocab, vocab);
       std::vector<float> x(raw.begin(), raw.end());
       for (const auto& e : rows[r].adjust) {
@@ -59,7 +75,8 @@ class SamplingBackend : public ForwardingBackend {
         if (e.repetition != 1.0f) v = v > 0.0f ? v / e.repetition : v * e.repetition;
         v -= e.subtract;
       }
-      out[r].token = static_cast<int32_t>(std::max_element(x.begin(), x.end()) - x.begin());
+      out[r].token = rows[r].temperature < 1e-5f ? static_cast<int32_t>(std::max_element(x.begin(), x.end()) - x.begin())
+                                                 : draw_in_id_order(x, rows[r].temperature, rows[r].uniform);
       const float max = *std::max_element(raw.begin(), raw.end());
       double sum = 0.0;
       for (float v : raw) sum += std::exp(static_cast<double>(v - max));
@@ -161,6 +178,51 @@ TEST_CASE("the engine's device-sampling path gives the host sampler's tokens and
         CHECK(on_device[i].logprobs[t].top[k].token == host[i].logprobs[t].top[k].token);
     }
   }
+}
+
+// A seeded sequence's steps are sampled on the device, except those that verify
+// drafts (on the host): the host must draw as the device does for the output to be
+// the plain one. (On CUDA the host's descending-order draw made them differ.)
+TEST_CASE("seeded sampling with speculation on a backend that samples: the plain output, token for token") {
+  const std::string path = std::string(SLUICE_FIXTURES_DIR) + "/models/llama/llama-f32.gguf";
+  SamplingBackend device;
+  auto model = Model::load(loader::open_weights(path), device);
+  const auto tok = tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(path));
+  EngineConfig speculative = small_config();
+  speculative.speculative.method = SpeculativeMethod::ngram;
+  speculative.speculative.num_speculative_tokens = 4;
+  speculative.speculative.prompt_lookup_min = 1;
+  speculative.speculative.prompt_lookup_max = 3;
+  speculative.speculative.disable_by_batch_size = 1000;  // all five choices draft
+  const auto run = [&](const EngineConfig& config) {
+    Engine engine(*model, tok, config);
+    engine.start();
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (uint32_t seed = 1; seed <= 4; ++seed) {
+      std::vector<int32_t> piece = make_prompt(seed, 6), prompt;
+      for (int i = 0; i < 4; ++i) prompt.insert(prompt.end(), piece.begin(), piece.end());
+      GenerationRequest r = greedy_request("s" + std::to_string(seed), prompt, 64);
+      r.params.temperature = 0.3f;
+      r.params.seed = seed;
+      r.params.n = seed == 2 ? 2 : 1;
+      auto submitted = engine.submit(std::move(r));
+      REQUIRE(submitted.ok());
+      streams.push_back(submitted.stream);
+    }
+    std::vector<std::vector<int32_t>> tokens;
+    for (auto& stream : streams)
+      for (const ChoiceResult& choice : collect(*stream)) tokens.push_back(choice.tokens);
+    return std::pair(tokens, engine.stats());
+  };
+  const auto [plain, plain_stats] = run(small_config());
+  const int device_calls = device.calls;
+  const auto [with_drafts, stats] = run(speculative);
+  CHECK(with_drafts == plain);
+  MESSAGE("accepted " << stats.speculation.num_accepted_tokens << " of " << stats.speculation.num_draft_tokens
+                      << " drafted tokens; device sample calls " << device_calls << " plain, "
+                      << device.calls - device_calls << " speculative");
+  CHECK(stats.speculation.num_accepted_tokens > 0);  // host-verified steps were there
+  CHECK(device.calls > device_calls);                // and device-sampled ones
 }
 
 TEST_CASE("a KV cache that does not fit says how many blocks would") {

@@ -5,7 +5,8 @@
 //
 // Codes: identical. Every nearest-row decision of the official run has a relative
 // gap (d2 - d1) / d1 of at least 1e-3 (codes.json: min_relative_margin), ~100x
-// what F32 summation-order differences move a distance.
+// what F32 summation-order differences move a distance. The same holds on CUDA
+// (F32 throughout, cuBLAS never in TF32).
 // Stages: max |error| <= 1e-4 * max(1, max |official|). Both run in F32 but sum in
 // other orders (convs tap-major, LayerScale folded into weights); that costs ~1e-6
 // relative per stage, where a wrong tap order, padding, window or RoPE pairing is
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/tts/codec/codec_encoder.h"
+#include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/prerequisites.h"
 
 namespace sluice::engine::tts {
@@ -38,13 +40,10 @@ std::vector<float> read_f32(const std::filesystem::path& path) {
   return out;
 }
 
-}  // namespace
-
-TEST_CASE("codec encoder: parity with the official encoder on the tiny fixture (codes and stages)") {
+// Encodes the fixture's clip on `backend` and compares codes and stages with the
+// official run's.
+void check_official_parity(backends::Backend& backend) {
   const std::filesystem::path golden = kFixture / "codec_encoder_golden";
-  if (!testing::has_model_file(golden / "codes.json", "codec encoder parity",
-                               "tests/fixtures/qwen3_tts/make_fixtures.py --only encoder"))
-    return;
   const nlohmann::json meta = nlohmann::json::parse(std::ifstream(golden / "codes.json"));
   std::vector<int32_t> want_codes;
   for (const auto& frame : meta.at("codes"))
@@ -53,14 +52,13 @@ TEST_CASE("codec encoder: parity with the official encoder on the tiny fixture (
 
   const CodecEncoderConfig config = read_codec_encoder_config(kFixture / "codec_encoder" / "config.json");
   auto set = loader::open_tensor_set(kFixture / "codec_encoder");
-  auto backend = backends::make_cpu_backend(2);
   // Chunks of 2 SEANet frames: the clip crosses 14 chunk boundaries.
-  CodecEncoder encoder = CodecEncoder::load(*set, config, *backend, 1920);
+  CodecEncoder encoder = CodecEncoder::load(*set, config, backend, 1920);
 
   std::map<std::string, std::vector<float>, std::less<>> stages;
   encoder.set_stage_hook([&](std::string_view name, const backends::Tensor& t) {
     std::vector<float> rows(static_cast<size_t>(t.num_elements()));
-    backend->download(t, std::as_writable_bytes(std::span<float>(rows)));
+    backend.download(t, std::as_writable_bytes(std::span<float>(rows)));
     const int64_t time = t.dim(0), channels = t.dim(1);
     std::vector<float>& out = stages[std::string(name)];
     out.resize(rows.size());
@@ -90,6 +88,25 @@ TEST_CASE("codec encoder: parity with the official encoder on the tiny fixture (
   for (size_t i = 0; i < codes.size(); ++i) differing += codes[i] != want_codes[i];
   CHECK(differing == 0);
   CHECK(codes == want_codes);
+}
+
+bool has_golden() {
+  return testing::has_model_file(kFixture / "codec_encoder_golden" / "codes.json", "codec encoder parity",
+                                 "tests/fixtures/qwen3_tts/make_fixtures.py --only encoder");
+}
+
+}  // namespace
+
+TEST_CASE("codec encoder: parity with the official encoder on the tiny fixture (codes and stages)") {
+  if (!has_golden()) return;
+  auto backend = backends::make_cpu_backend(2);
+  check_official_parity(*backend);
+}
+
+TEST_CASE("codec encoder: CUDA gives the official codes and stages on the tiny fixture") {
+  auto gpu = backends::test::cuda_backend_or_skip("codec encoder CUDA parity");
+  if (!gpu || !has_golden()) return;
+  check_official_parity(*gpu);
 }
 
 }  // namespace sluice::engine::tts
