@@ -14,7 +14,14 @@
 // path calls std::fma (a libm call where the CPU has no FMA: slow, not wrong).
 // A row's value depends only on its own window, never on the tile, the thread
 // split or how many rows the call has: streaming chunk by chunk equals one pass.
+//
+// Fewer than 16 input channels (a codec encoder's first conv reads 1): each tap is
+// one zero-padded block, so the row-dot tile spends its work on padding. Given the
+// weights transposed (w_narrow), the tile instead runs 16 output columns side by
+// side, each lane's chain of fused multiply-adds in the same order, then the same
+// reduction tree over the lanes: the same bits, several times fewer instructions.
 #include <cstdint>
+#include <vector>
 
 #include "backends/cpu/quant/cpu_features.h"
 
@@ -33,7 +40,14 @@ struct ConvArgs {
   int64_t y_stride;
   int64_t period;        // output channels (Cout)
   int64_t phase_stride;  // floats between phases (conv_transpose1d's out rows t*s + r); unused for conv1d
+  // Null, or (cin < kDotLanes only) the weights transposed: w_narrow[k * narrow_columns + c]
+  // = w[c * w_stride + k] for k < taps * cin, the columns zero-padded to a multiple of 16.
+  const float* w_narrow = nullptr;
+  int64_t narrow_columns = 0;
 };
+
+// w_narrow for `columns` weight rows of taps * cin elements (conv_kernel.h).
+void transpose_narrow_weights(const float* w, int64_t w_stride, int64_t columns, int64_t k, std::vector<float>& out);
 
 using ConvTile = void (*)(const ConvArgs& args, int64_t t_begin, int64_t t_end, int64_t o_begin, int64_t o_end);
 

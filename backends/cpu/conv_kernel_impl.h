@@ -1,6 +1,7 @@
 #pragma once
 // conv_kernel.h's tile, included by one translation unit per ISA. Its functions
 // have internal linkage so the per-ISA copies never merge at link time.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -24,6 +25,8 @@ inline Vec vec_zero() { return _mm512_setzero_ps(); }
 inline Vec vec_load(const float* p) { return _mm512_loadu_ps(p); }
 inline Vec vec_madd(Vec w, Vec x, Vec acc) { return _mm512_fmadd_ps(w, x, acc); }
 inline void vec_store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+inline Vec vec_set1(float v) { return _mm512_set1_ps(v); }
+inline Vec vec_add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
 #elif defined(__AVX2__)
 using Vec = __m256;
 constexpr int kParts = 2;
@@ -32,6 +35,8 @@ inline Vec vec_zero() { return _mm256_setzero_ps(); }
 inline Vec vec_load(const float* p) { return _mm256_loadu_ps(p); }
 inline Vec vec_madd(Vec w, Vec x, Vec acc) { return _mm256_fmadd_ps(w, x, acc); }
 inline void vec_store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+inline Vec vec_set1(float v) { return _mm256_set1_ps(v); }
+inline Vec vec_add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
 #else
 struct Vec {
   float v[4];
@@ -49,6 +54,11 @@ inline Vec vec_madd(Vec w, Vec x, Vec acc) {
   return acc;
 }
 inline void vec_store(float* p, Vec v) { std::memcpy(p, v.v, sizeof(v.v)); }
+inline Vec vec_set1(float v) { return Vec{{v, v, v, v}}; }
+inline Vec vec_add(Vec a, Vec b) {
+  for (int l = 0; l < 4; ++l) a.v[l] += b.v[l];
+  return a;
+}
 #endif
 constexpr int kPartLanes = kDotLanes / kParts;
 
@@ -172,7 +182,53 @@ void conv_rows(const ConvArgs& a, int64_t o, int64_t t_begin, int64_t t_end) {
   for (; t < t_end; ++t) conv_block<R, 1>(a, o, t);
 }
 
+// cin < 16 (conv_kernel.h): 16 output columns [o, o + 16) side by side, kParts
+// vectors each. Lane l < cin of column c is the chain fma(w, x, acc) over the taps
+// in order, as conv_block's lane l; lanes >= cin hold +0 as its padded lanes do
+// (fma(0, 0, +0) = +0). Then reduce_lanes's tree, on the 16 columns at once.
+void narrow_block(const ConvArgs& a, int64_t o, int64_t t, float* sums) {
+  Vec lanes[kDotLanes][kParts];
+  for (auto& lane : lanes)
+    for (Vec& v : lane) v = vec_zero();
+  for (int64_t l = 0; l < a.cin; ++l) {
+    for (int64_t j = 0; j < a.taps; ++j) {
+      const Vec x = vec_set1(a.x[(t + j * a.step) * a.x_stride + l]);
+      const float* w = a.w_narrow + (j * a.cin + l) * a.narrow_columns + o;
+      for (int p = 0; p < kParts; ++p) lanes[l][p] = vec_madd(vec_load(w + p * kPartLanes), x, lanes[l][p]);
+    }
+  }
+  for (int p = 0; p < kParts; ++p) {
+    Vec s8[8], s4[4], s2[2];
+    for (int l = 0; l < 8; ++l) s8[l] = vec_add(lanes[l][p], lanes[l + 8][p]);
+    for (int l = 0; l < 4; ++l) s4[l] = vec_add(s8[l], s8[l + 4]);
+    for (int l = 0; l < 2; ++l) s2[l] = vec_add(s4[l], s4[l + 2]);
+    vec_store(sums + p * kPartLanes, vec_add(s2[0], s2[1]));
+  }
+}
+
+// o_begin is a multiple of 16 (run_conv's column tiles), so every block's 16
+// loads stay inside w_narrow's padded columns.
+void narrow_tile(const ConvArgs& a, int64_t t_begin, int64_t t_end, int64_t o_begin, int64_t o_end) {
+  for (int64_t o = o_begin; o < o_end; o += kDotLanes) {
+    const int64_t count = std::min<int64_t>(kDotLanes, o_end - o);
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      float sums[kDotLanes];
+      narrow_block(a, o, t, sums);
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t c = o + i, phase = c / a.period, channel = c % a.period;
+        float sum = sums[i];
+        if (a.bias) sum += a.bias[channel];
+        a.y[t * a.y_stride + phase * a.phase_stride + channel] = sum;
+      }
+    }
+  }
+}
+
 void conv_tile_impl(const ConvArgs& a, int64_t t_begin, int64_t t_end, int64_t o_begin, int64_t o_end) {
+  if (a.w_narrow != nullptr) {
+    narrow_tile(a, t_begin, t_end, o_begin, o_end);
+    return;
+  }
   int64_t o = o_begin;
   for (; o + kRows <= o_end; o += kRows) conv_rows<kRows>(a, o, t_begin, t_end);
   for (; o < o_end; ++o) conv_rows<1>(a, o, t_begin, t_end);

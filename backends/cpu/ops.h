@@ -46,6 +46,7 @@ void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor&
 struct ConvScratch {
   std::vector<int16_t> x;
   std::vector<float> scale;
+  std::vector<float> w_narrow;  // an F32 conv's weights transposed when Cin < 16 (conv_kernel.h)
 };
 void conv1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, const Tensor& x, const Tensor& w, const Tensor& bias,
             int dilation, const Tensor& out);

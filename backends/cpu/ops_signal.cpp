@@ -11,6 +11,7 @@
 #include "backends/cpu/conv_i16_kernel.h"
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/cpu_buffer.h"
+#include "backends/cpu/dot.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_common.h"
 
@@ -77,6 +78,22 @@ void run_conv(ThreadPool& pool, Tile tile, const Args& args, int64_t rows, int64
 }
 
 int64_t float_stride(const Tensor& t) { return static_cast<int64_t>(t.row_stride / sizeof(float)); }
+
+// An F32 conv's arguments; with fewer than 16 input channels, its weights
+// transposed into the scratch for the narrow tile (conv_kernel.h).
+ConvArgs float_conv_args(ConvScratch& scratch, const Tensor& x, const Tensor& w, int64_t taps, int64_t step,
+                         const Tensor& bias, const Tensor& out, int64_t y_stride, int64_t period, int64_t phase_stride) {
+  ConvArgs args{.x = Rows<const float>(x)[0], .x_stride = float_stride(x), .step = step,
+                .w = Rows<const float>(w)[0], .w_stride = float_stride(w), .cin = x.cols(), .taps = taps,
+                .bias = bias ? Rows<const float>(bias)[0] : nullptr, .y = Rows<float>(out)[0],
+                .y_stride = y_stride, .period = period, .phase_stride = phase_stride};
+  if (args.cin < kDotLanes) {
+    transpose_narrow_weights(args.w, args.w_stride, w.dim(0), taps * args.cin, scratch.w_narrow);
+    args.w_narrow = scratch.w_narrow.data();
+    args.narrow_columns = static_cast<int64_t>(scratch.w_narrow.size()) / (taps * args.cin);
+  }
+  return args;
+}
 
 // Quantizes x's rows for an int16 conv with `cin` inputs (backends/conv_int16.h):
 // row t becomes scale[t] * q[t] with |q| <= the limit, rounded to nearest even
@@ -204,10 +221,7 @@ void conv1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, const Tenso
              int16_conv_args(scratch, w, cin, taps, dilation, bias, out, float_stride(out), cout, 0), out.rows(), cout);
     return;
   }
-  const ConvArgs args{.x = Rows<const float>(x)[0], .x_stride = float_stride(x), .step = dilation,
-                      .w = Rows<const float>(w)[0], .w_stride = float_stride(w), .cin = cin, .taps = taps,
-                      .bias = bias ? Rows<const float>(bias)[0] : nullptr, .y = Rows<float>(out)[0],
-                      .y_stride = float_stride(out), .period = cout, .phase_stride = 0};
+  const ConvArgs args = float_conv_args(scratch, x, w, taps, dilation, bias, out, float_stride(out), cout, 0);
   run_conv(pool, conv_tile(path), args, out.rows(), cout);
 }
 
@@ -254,11 +268,16 @@ void conv_transpose1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, c
              out.rows() / stride, stride * cout);
     return;
   }
-  const ConvArgs args{.x = Rows<const float>(x)[0], .x_stride = float_stride(x), .step = 1,
-                      .w = Rows<const float>(w)[0], .w_stride = float_stride(w), .cin = cin, .taps = taps,
-                      .bias = bias ? Rows<const float>(bias)[0] : nullptr, .y = Rows<float>(out)[0],
-                      .y_stride = stride * float_stride(out), .period = cout, .phase_stride = float_stride(out)};
+  const ConvArgs args =
+      float_conv_args(scratch, x, w, taps, 1, bias, out, stride * float_stride(out), cout, float_stride(out));
   run_conv(pool, conv_tile(path), args, out.rows() / stride, stride * cout);
+}
+
+void transpose_narrow_weights(const float* w, int64_t w_stride, int64_t columns, int64_t k, std::vector<float>& out) {
+  const int64_t padded = (columns + kDotLanes - 1) / kDotLanes * kDotLanes;
+  out.assign(static_cast<size_t>(k * padded), 0.0f);
+  for (int64_t c = 0; c < columns; ++c)
+    for (int64_t i = 0; i < k; ++i) out[static_cast<size_t>(i * padded + c)] = w[c * w_stride + i];
 }
 
 ConvTile conv_tile(KernelPath path) {
