@@ -32,14 +32,36 @@ inline float exp_nonpositive(float x) {
   return p * std::bit_cast<float>(bits);
 }
 
-// 16 floats (16 dimensions of an accumulator row): a GCC/Clang vector that each ISA
-// lowers to its own registers (4 SSE, 2 AVX or 1 AVX-512), lane by lane the same
-// operations. It never
-// crosses a non-inlined call, so the ABI note GCC gives for wide vectors is moot.
+// GCC/Clang vectors of the ISA's width (PvLanes: 4 SSE, 8 AVX, 16 AVX-512 floats),
+// lane by lane the same operations on every ISA. They never cross a non-inlined
+// call, so the ABI note GCC gives for wide vectors is moot.
 #pragma GCC diagnostic ignored "-Wpsabi"
-using Lanes16 = float __attribute__((vector_size(kAttentionKeys * sizeof(float))));
+#if defined(__AVX512F__)
+inline constexpr int kPvLanes = 16;
+#elif defined(__AVX__)
+inline constexpr int kPvLanes = 8;
+#else
+inline constexpr int kPvLanes = 4;
+#endif
+using PvLanes = float __attribute__((vector_size(kPvLanes * sizeof(float))));
 
-inline Lanes16 load_lanes(const float* p) { return load_vector<Lanes16>(p); }
+// dot(q, k, n) (dot.h) for n a multiple of 16, its 16 partial sums held in two
+// 8-lane vectors (lanes 0-7 and 8-15): element i goes to partial i % 16 in element
+// order, then reduce_lanes's tree (l + 8, + 4, + 2, + 1) by halving, so the bits
+// are dot()'s. dot() itself builds its partials in a stack array that is read back
+// as vectors: every score stalled on store forwarding.
+using Lanes8 = float __attribute__((vector_size(8 * sizeof(float))));
+using Lanes4 = float __attribute__((vector_size(4 * sizeof(float))));
+inline float dot_lanes16(const float* q, const float* k, int64_t n) {
+  Lanes8 lo = {}, hi = {};
+  for (int64_t i = 0; i < n; i += 16) {
+    lo += load_vector<Lanes8>(q + i) * load_vector<Lanes8>(k + i);
+    hi += load_vector<Lanes8>(q + i + 8) * load_vector<Lanes8>(k + i + 8);
+  }
+  const Lanes8 s8 = lo + hi;
+  const Lanes4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
 
 // Cache rows `rows[0, count)` as F32 into dst (count rows of hd).
 inline void load_rows(const AttentionArgs& a, const std::byte* cache, const int64_t* rows, int count, float* dst) {
@@ -96,7 +118,7 @@ void attend(const AttentionArgs& a, const AttentionItem& item, float* scratch) {
         const float* q = a.q + ((item.first_row + r) * a.num_heads + item.first_head + h) * a.q_row_stride;
         float block_max = -INFINITY;
         for (int64_t j = lo - j0; j < hi - j0; ++j) {
-          float score = dot(q, kt + j * hd, hd) * a.scale;
+          float score = (hd % kAttentionKeys == 0 ? dot_lanes16(q, kt + j * hd, hd) : dot(q, kt + j * hd, hd)) * a.scale;
           if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
           s[j] = score;
           block_max = score > block_max ? score : block_max;
@@ -114,13 +136,17 @@ void attend(const AttentionArgs& a, const AttentionItem& item, float* scratch) {
         for (int64_t j = lo - j0; j < hi - j0; ++j) s[j] = exp_nonpositive(s[j] - m);
         for (int64_t j = lo - j0; j < hi - j0; ++j) sum[qi] += s[j];
         // o += e_j v_j over the keys in order, 64 dimensions at a time held in
-        // registers across the keys (per element the same operations in the same order).
+        // registers across the keys (per element the same operations in the same
+        // order). Vectors of the ISA's width: a scalar times a wider GCC vector is
+        // broadcast through the stack (a store-forwarding stall per key).
         int64_t c = 0;
-        for (; c + 4 * kAttentionKeys <= hd; c += 4 * kAttentionKeys) {
-          Lanes16 oc[4];
-          for (int u = 0; u < 4; ++u) oc[u] = load_lanes(o + c + u * kAttentionKeys);
-          for (int64_t j = lo - j0; j < hi - j0; ++j)
-            for (int u = 0; u < 4; ++u) oc[u] += s[j] * load_lanes(vt + j * hd + c + u * kAttentionKeys);
+        for (; c + 64 <= hd; c += 64) {
+          PvLanes oc[64 / kPvLanes];
+          for (int u = 0; u < 64 / kPvLanes; ++u) oc[u] = load_vector<PvLanes>(o + c + u * kPvLanes);
+          for (int64_t j = lo - j0; j < hi - j0; ++j) {
+            const PvLanes e = PvLanes{} + s[j];
+            for (int u = 0; u < 64 / kPvLanes; ++u) oc[u] += e * load_vector<PvLanes>(vt + j * hd + c + u * kPvLanes);
+          }
           std::memcpy(o + c, oc, sizeof(oc));
         }
         for (; c < hd; ++c)
