@@ -351,10 +351,11 @@ std::vector<OptionSpec> build_table() {
                                  "Most sequences running at once per model"));
   table.push_back(integer_option("max_num_batched_tokens", &Config::max_num_batched_tokens, 1,
                                  1 << 20, "UINT", engine, "Most tokens in one engine step"));
-  table.push_back(integer_option("max_prefill_tokens_while_decoding", &Config::max_prefill_tokens_while_decoding, 0,
-                                 1 << 20, "UINT", engine,
+  table.push_back(integer_option("max_prefill_tokens_while_decoding", &Config::max_prefill_tokens_while_decoding, -1,
+                                 1 << 20, "INT", engine,
                                  "Most prompt tokens one engine step takes while sequences decode in it, so long "
-                                 "prompts stall no stream for long (0: max_num_batched_tokens)"));
+                                 "prompts stall no stream for long (-1: 64 on the CPU, 256 on a GPU; "
+                                 "0: max_num_batched_tokens)"));
   table.push_back(integer_option("max_waiting", &Config::max_waiting, 1, 1 << 20, "UINT", engine,
                                  "Queued sequences per model beyond which requests get 429"));
   table.push_back(integer_option("max_waiting_per_request", &Config::max_waiting_per_request, 0, 1 << 20, "UINT",

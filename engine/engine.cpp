@@ -19,6 +19,11 @@ SubmitResult rejected(std::string message, std::string param) { return submit_re
 
 }  // namespace
 
+int64_t prefill_cap_while_decoding(int64_t configured, backends::DeviceKind device) {
+  if (configured >= 0) return configured;
+  return device == backends::DeviceKind::cpu ? 64 : 256;
+}
+
 Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config, EngineObserver* observer)
     : model_(model), tokenizer_(tokenizer), config_(std::move(config)), observer_(observer), shell_(config_.max_waiting) {
   const ModelHparams& hp = model_.hparams();
@@ -85,7 +90,8 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   sc.max_num_seqs = config_.max_num_seqs;
   sc.max_waiting = std::numeric_limits<int32_t>::max() / 2;  // submit() enforces max_waiting
   sc.long_prefill_token_threshold = config_.long_prefill_token_threshold;
-  sc.max_prefill_tokens_while_decoding = config_.max_prefill_tokens_while_decoding;
+  sc.max_prefill_tokens_while_decoding =
+      prefill_cap_while_decoding(config_.max_prefill_tokens_while_decoding, model_.backend().device());
   sc.max_model_len = max_model_len_;
   sc.kv = BlockPoolConfig{.num_blocks = num_blocks_, .block_size = config_.block_size,
                           .enable_prefix_caching = config_.enable_prefix_caching};

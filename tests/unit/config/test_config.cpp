@@ -532,6 +532,9 @@ TEST_CASE("config: a model entry's speculative object") {
   CHECK(s.disable_by_batch_size == 2);
   CHECK(c.max_prefill_tokens_while_decoding == 64);
   CHECK(load({"--model", "p.gguf"}).models[0].speculative.method == "none");
+  CHECK(load({"--model", "p.gguf"}).max_prefill_tokens_while_decoding == -1);  // the backend's default
+  CHECK(contains(error_of({"--model", "p.gguf", "--max-prefill-tokens-while-decoding", "-2"}),
+                 "max_prefill_tokens_while_decoding"));
 
   auto error = [](const std::string& speculative) {
     TempFile bad(R"({"models": [{"path": "p.gguf", "speculative": )" + speculative + "}]}");

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "engine/engine.h"
 #include "engine/scheduler.h"
 
 namespace sluice::engine {
@@ -154,6 +155,13 @@ TEST_CASE("while sequences decode, prompt chunks share max_prefill_tokens_while_
   prefill(plain, a2);
   REQUIRE(plain.add(make_seq("b", 30, 50)).ok());
   CHECK(plain.schedule().num_batched_tokens == 31);  // the whole prompt at once
+}
+
+TEST_CASE("the prefill cap while decoding: a configured value, else 64 on the CPU and 256 on a GPU") {
+  CHECK(prefill_cap_while_decoding(-1, backends::DeviceKind::cpu) == 64);
+  CHECK(prefill_cap_while_decoding(-1, backends::DeviceKind::cuda) == 256);
+  CHECK(prefill_cap_while_decoding(0, backends::DeviceKind::cpu) == 0);  // no cap
+  CHECK(prefill_cap_while_decoding(100, backends::DeviceKind::cuda) == 100);
 }
 
 }  // namespace
