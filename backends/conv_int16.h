@@ -4,9 +4,10 @@
 // CPU backend's conv1d and conv_transpose1d take an I16 `w` in this layout beside
 // backend.h's F32 one (other backends take F32 only).
 //
-// Why int16: on AVX2 without AVX512 a 16-bit multiply-add (vpmaddwd) does 16
-// multiply-accumulates per instruction against F32 FMA's 8, and integer sums are
-// exact, so every kernel path gives the same bits without fixing a summation order.
+// Why int16: a 16-bit multiply-add does twice the multiply-accumulates of an F32 FMA
+// per instruction (AVX2 vpmaddwd 16 against 8; AVX-512 VNNI vpdpwssd 32 against 16,
+// with the add fused), and integer sums are exact, so every kernel path gives the
+// same bits without fixing a summation order.
 //
 // Layout of an I16 weight [columns, taps * padded_cin(cin) + 2]: each tap's Cin run
 // padded with zeros to a multiple of 16, and the row's last two elements the bits of

@@ -33,9 +33,10 @@ struct ConvI16Args {
 
 using ConvI16Tile = void (*)(const ConvI16Args& args, int64_t t_begin, int64_t t_end, int64_t o_begin, int64_t o_end);
 
-// The tile of `path`; every path gives the same bits (AVX-512 machines run the AVX2 one).
+// The tile of `path`; every path gives the same bits (avx2-vnni runs the avx2 one).
 ConvI16Tile conv_i16_tile(KernelPath path);
 ConvI16Tile scalar_conv_i16_tile();
 ConvI16Tile avx2_conv_i16_tile();
+ConvI16Tile avx512_conv_i16_tile();
 
 }  // namespace sluice::backends::cpu

@@ -15,7 +15,9 @@
 namespace sluice::backends::cpu {
 namespace {
 
-#if defined(__AVX2__)
+#if defined(__AVX512VNNI__)
+constexpr int kColumns = 4, kTokens = 6;  // 24 accumulators + 6 x + 1 w of 32 registers
+#elif defined(__AVX2__)
 constexpr int kColumns = 4, kTokens = 3;  // 12 accumulators + 3 x + 1 w of 16 registers
 #else
 constexpr int kColumns = 1, kTokens = 1;
@@ -28,7 +30,56 @@ inline void store_output(const ConvI16Args& a, int64_t column, int64_t t, float 
   a.y[t * a.y_stride + phase * a.phase_stride + channel] = a.bias ? std::fma(acc, scale, a.bias[channel]) : acc * scale;
 }
 
-#if defined(__AVX2__)
+#if defined(__AVX512VNNI__)
+inline int32_t sum_lanes(__m512i v) {
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// The four columns' sums of one token in one vector: [a0, a1, a2, a3].
+inline __m128i sum_quad(__m512i a0, __m512i a1, __m512i a2, __m512i a3) {
+  const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a0, a1), _mm512_unpackhi_epi32(a0, a1));
+  const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(a2, a3), _mm512_unpackhi_epi32(a2, a3));
+  // Each 128-bit block now holds partial sums of a0, a1, a2, a3 in that order.
+  const __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// sums[r][i] = the tap's dot products of columns o + r with rows t + i: 32 multiply-adds
+// an instruction (vpdpwssd); a run of 16 left over (padded_cin is a multiple of 16)
+// loads half a vector, the rest zero.
+template <int R, int T>
+inline void tap_sums(const int16_t* const* w, const int16_t* const* x, int64_t n, int32_t (&sums)[R][T]) {
+  __m512i acc[R][T];
+  for (auto& row : acc)
+    for (__m512i& v : row) v = _mm512_setzero_si512();
+  const auto step = [&](int64_t k, __mmask32 mask) {
+    __m512i xv[T];
+    for (int i = 0; i < T; ++i) xv[i] = _mm512_maskz_loadu_epi16(mask, x[i] + k);
+    for (int r = 0; r < R; ++r) {
+      const __m512i wv = _mm512_maskz_loadu_epi16(mask, w[r] + k);
+      for (int i = 0; i < T; ++i) acc[r][i] = _mm512_dpwssd_epi32(acc[r][i], wv, xv[i]);
+    }
+  };
+  int64_t k = 0;
+  for (; k + 32 <= n; k += 32) step(k, ~__mmask32{0});
+  if (k < n) step(k, __mmask32{0xFFFF});
+  if constexpr (R == 4) {
+    for (int i = 0; i < T; ++i) {
+      alignas(16) int32_t lanes[4];
+      _mm_store_si128(reinterpret_cast<__m128i*>(lanes), sum_quad(acc[0][i], acc[1][i], acc[2][i], acc[3][i]));
+      for (int r = 0; r < 4; ++r) sums[r][i] = lanes[r];
+    }
+  } else {
+    for (int r = 0; r < R; ++r)
+      for (int i = 0; i < T; ++i) sums[r][i] = sum_lanes(acc[r][i]);
+  }
+}
+#elif defined(__AVX2__)
 inline int32_t sum_lanes(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));

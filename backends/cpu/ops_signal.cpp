@@ -293,6 +293,7 @@ ConvTile conv_tile(KernelPath path) {
 ConvI16Tile conv_i16_tile(KernelPath path) {
 #if defined(SLUICE_X86_KERNELS)
   if (path == KernelPath::f32) path = runnable_kernel_paths().back();
+  if (path == KernelPath::avx512_vnni) return avx512_conv_i16_tile();
   if (path != KernelPath::scalar) return avx2_conv_i16_tile();
 #endif
   (void)path;

@@ -38,10 +38,16 @@ SpeechMetrics::SpeechMetrics(prometheus::Registry& registry, std::string model_n
                            .Name("sluice_speech_requests_total")
                            .Help("Finished speech requests by finish reason.")
                            .Register(registry)),
+      primes_family_(prometheus::BuildCounter()
+                         .Name("sluice_speech_reference_primes_total")
+                         .Help("ICL voice references primed into a codec stream: decoded, or reused from a kept one.")
+                         .Register(registry)),
       time_to_first_audio_(first_audio_family_.Add({{"model_name", model_name_}}, kFirstAudioBuckets)),
       real_time_factor_(rtf_family_.Add({{"model_name", model_name_}}, kRealTimeFactorBuckets)),
       audio_seconds_(audio_seconds_family_.Add({{"model_name", model_name_}})),
-      frames_per_step_(frames_per_step_family_.Add({{"model_name", model_name_}}, kFramesPerStepBuckets)) {
+      frames_per_step_(frames_per_step_family_.Add({{"model_name", model_name_}}, kFramesPerStepBuckets)),
+      primes_decoded_(primes_family_.Add({{"model_name", model_name_}, {"reused", "false"}})),
+      primes_reused_(primes_family_.Add({{"model_name", model_name_}, {"reused", "true"}})) {
   for (size_t i = 1; i < kNumReasons; ++i) {
     const std::string_view reason = engine::to_string(static_cast<engine::FinishReason>(i));
     requests_[i] = &requests_family_.Add({{"model_name", model_name_}, {"finished_reason", std::string(reason)}});
@@ -54,6 +60,8 @@ SpeechMetrics::~SpeechMetrics() {
   audio_seconds_family_.Remove(&audio_seconds_);
   frames_per_step_family_.Remove(&frames_per_step_);
   for (size_t i = 1; i < kNumReasons; ++i) requests_family_.Remove(requests_[i]);
+  primes_family_.Remove(&primes_decoded_);
+  primes_family_.Remove(&primes_reused_);
 }
 
 void SpeechMetrics::on_first_audio(double seconds_since_arrival) { time_to_first_audio_.Observe(seconds_since_arrival); }
@@ -69,5 +77,7 @@ void SpeechMetrics::on_speech_finished(engine::FinishReason reason, double audio
 void SpeechMetrics::on_speech_step(int64_t frames) {
   if (frames > 0) frames_per_step_.Observe(static_cast<double>(frames));
 }
+
+void SpeechMetrics::on_reference_primed(bool reused) { (reused ? primes_reused_ : primes_decoded_).Increment(); }
 
 }  // namespace sluice::server

@@ -6,6 +6,8 @@
 //   sluice_speech_audio_seconds_total           counter
 //   sluice_speech_frames_per_step               histogram: codec frames made per engine step
 //   sluice_speech_requests_total{finished_reason} counter
+//   sluice_speech_reference_primes_total{reused}  counter: ICL references decoded
+//                                                 ("false") or reused primed ("true")
 // The families live on the registry (merged when several speech models register
 // them); each SpeechMetrics removes its own series when it goes.
 //
@@ -33,6 +35,7 @@ class SpeechMetrics : public engine::tts::SpeechObserver {
   void on_first_audio(double seconds_since_arrival) override;
   void on_speech_finished(engine::FinishReason reason, double audio_s, double wall_s) override;
   void on_speech_step(int64_t frames) override;
+  void on_reference_primed(bool reused) override;
 
  private:
   static constexpr size_t kNumReasons = 6;  // engine::FinishReason, none included (unused)
@@ -43,12 +46,15 @@ class SpeechMetrics : public engine::tts::SpeechObserver {
   prometheus::Family<prometheus::Counter>& audio_seconds_family_;
   prometheus::Family<prometheus::Histogram>& frames_per_step_family_;
   prometheus::Family<prometheus::Counter>& requests_family_;
+  prometheus::Family<prometheus::Counter>& primes_family_;
 
   prometheus::Histogram& time_to_first_audio_;
   prometheus::Histogram& real_time_factor_;
   prometheus::Counter& audio_seconds_;
   prometheus::Histogram& frames_per_step_;
   std::array<prometheus::Counter*, kNumReasons> requests_{};
+  prometheus::Counter& primes_decoded_;
+  prometheus::Counter& primes_reused_;
 };
 
 }  // namespace sluice::server

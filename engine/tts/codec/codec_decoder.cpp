@@ -188,7 +188,24 @@ CodecStream::CodecStream(CodecDecoder& decoder) : decoder_(&decoder) {
     be.fill_zero(conv_context_.back());
     offset += static_cast<size_t>(s.context * s.channels) * sizeof(float);
   }
+  context_bytes_ = offset;
 }
+
+CodecStream CodecStream::clone() const {
+  CodecStream copy(*decoder_);
+  backends::Backend& be = decoder_->backend();
+  for (int64_t i = 0; i < kv_->num_layers(); ++i) {
+    be.copy(kv_->layer(i).k, copy.kv_->layer(i).k);
+    be.copy(kv_->layer(i).v, copy.kv_->layer(i).v);
+  }
+  for (size_t i = 0; i < conv_context_.size(); ++i)
+    if (conv_context_[i]) be.copy(conv_context_[i], copy.conv_context_[i]);
+  copy.block_table_ = block_table_;
+  copy.position_ = position_;
+  return copy;
+}
+
+uint64_t CodecStream::bytes() const { return kv_->bytes_per_block() * static_cast<uint64_t>(kv_->num_blocks()) + context_bytes_; }
 
 CodecStream::CodecStream(CodecStream&&) noexcept = default;
 CodecStream& CodecStream::operator=(CodecStream&&) noexcept = default;

@@ -52,6 +52,14 @@ class CodecStream {
 
   int64_t num_frames() const { return position_; }
 
+  // A second stream in this one's state (its contexts, KV ring and position copied
+  // on the backend): decoding the same frames on either gives the same samples. An
+  // ICL voice's stream primed with its reference codes is kept and cloned per request.
+  CodecStream clone() const;
+
+  // Device bytes the stream holds (its KV ring and conv contexts).
+  uint64_t bytes() const;
+
  private:
   friend class CodecDecoder;
   explicit CodecStream(CodecDecoder& decoder);
@@ -62,6 +70,7 @@ class CodecStream {
   std::vector<backends::Tensor> conv_context_;     // per conv site, [context rows, channels]
   std::vector<int32_t> block_table_;               // entry i = block i % ring_blocks
   int64_t position_ = 0;                           // frames decoded so far
+  uint64_t context_bytes_ = 0;
 };
 
 class CodecDecoder {

@@ -9,6 +9,14 @@
 #include "engine/tts/serving/speech_engine.h"
 
 namespace sluice::engine::tts {
+namespace {
+
+// Reference frames an ICL request primes its stream with per pass: a 10 s reference
+// (125 frames, seconds of codec work on a CPU) in one call would hold every other
+// voice's audio back that long; 8 frames cost about as much as a voice's chunk.
+constexpr size_t kPrimeFramesPerPass = 8;
+
+}  // namespace
 
 struct SpeechCodecWorker::Job {
   std::string id;
@@ -18,6 +26,7 @@ struct SpeechCodecWorker::Job {
   int32_t chunk_frames = 4;
   std::optional<CodecStream> codec;  // made on the worker thread at the first decode
   std::vector<int32_t> ref_codes;    // decoded into `codec` before the first frame, their audio dropped
+  size_t ref_primed = 0;             // of ref_codes' values, those decoded so far
   std::vector<int32_t> pending;      // codes of the frames not decoded yet
   int64_t frames_sent = 0;
   bool busy = false;    // decoding outside the lock
@@ -126,18 +135,22 @@ std::optional<std::string> SpeechCodecWorker::failure() const {
   return failure_;
 }
 
-// What one pass decodes for one job.
+// What one pass decodes for one job: generated frames, or (prime) a piece of its
+// ICL reference.
 struct SpeechCodecWorker::Work {
   Job* job = nullptr;
+  bool prime = false;
   std::vector<int32_t> codes;
   size_t frames = 0;
   bool delivered = false;
+  bool primed = false;  // the reference is all in the stream now
   std::string failure;
 };
 
 // Under mutex_: finishes every job that is done, then takes every job that has a
-// chunk's worth of frames (any frames once ended), those still waiting for their
-// first audio first: time to first audio is what a listener notices.
+// chunk's worth of frames (any frames once ended) or a reference still to prime
+// (from its begin, while the talker makes its first frames), those still waiting for
+// their first audio first: time to first audio is what a listener notices.
 std::vector<SpeechCodecWorker::Work> SpeechCodecWorker::take_ready() {
   const std::vector<std::string> ids = order_;
   for (const std::string& id : ids) {
@@ -149,6 +162,19 @@ std::vector<SpeechCodecWorker::Work> SpeechCodecWorker::take_ready() {
     for (const std::string& id : order_) {
       Job& job = *jobs_.at(id);
       if (job.busy || (job.frames_sent == 0) != first_audio) continue;
+      if (!job.ref_codes.empty()) {
+        if (job.drop) continue;
+        Work w;
+        w.job = &job;
+        w.prime = true;
+        const auto begin = job.ref_codes.begin() + static_cast<std::ptrdiff_t>(job.ref_primed);
+        w.codes.assign(begin, begin + static_cast<std::ptrdiff_t>(std::min(kPrimeFramesPerPass * groups_,
+                                                                           job.ref_codes.size() - job.ref_primed)));
+        w.frames = w.codes.size() / groups_;
+        job.busy = true;
+        out.push_back(std::move(w));
+        continue;
+      }
       const size_t pending = job.pending_frames(groups_);
       const auto target = static_cast<size_t>(first_audio ? job.first_chunk_frames : job.chunk_frames);
       if (pending == 0 || (!job.ended && pending < target)) continue;
@@ -175,20 +201,40 @@ void SpeechCodecWorker::finish_job(Job& job) {
   jobs_.erase(job.id);  // job is gone from here on
 }
 
-// Outside the lock, within the pass's turn: decodes and hands the audio out at once.
+// Outside the lock, within the pass's turn: a piece of the reference into the
+// stream (a kept primed stream when there is one: all of it at once), or frames
+// decoded and their audio handed out at once. job.ref_codes changes only under the
+// lock, after the pass.
+void SpeechCodecWorker::prime(Work& w) {
+  Job& job = *w.job;
+  if (!job.codec) {
+    if (std::optional<CodecStream> kept = primed_.find(job.ref_codes)) {
+      job.codec.emplace(std::move(*kept));
+      w.primed = true;
+      if (observer_) observer_->on_reference_primed(true);
+      return;
+    }
+    job.codec.emplace(codec_.start());
+  }
+  std::vector<float> dropped;  // the reference's own audio
+  job.codec->decode(w.codes, dropped);
+  if (static_cast<size_t>(job.codec->num_frames()) * groups_ == job.ref_codes.size()) {
+    w.primed = true;
+    primed_.keep(job.ref_codes, *job.codec);
+    if (observer_) observer_->on_reference_primed(false);
+  }
+}
+
 void SpeechCodecWorker::decode(Work& w) {
   Job& job = *w.job;
   AudioDelta delta;
   delta.num_frames = static_cast<int64_t>(w.frames);
   try {
-    if (!job.codec) {
-      job.codec.emplace(codec_.start());
-      if (!job.ref_codes.empty()) {
-        std::vector<float> reference_pcm;
-        job.codec->decode(job.ref_codes, reference_pcm);
-        job.ref_codes = {};
-      }
+    if (w.prime) {
+      prime(w);
+      return;
     }
+    if (!job.codec) job.codec.emplace(codec_.start());
     job.codec->decode(w.codes, delta.pcm);
   } catch (const std::exception& e) {
     w.failure = e.what();
@@ -260,6 +306,10 @@ void SpeechCodecWorker::run_passes() {
     for (Work& w : work) {
       Job& job = *w.job;
       job.busy = false;
+      if (w.prime && w.failure.empty()) {
+        job.ref_primed += w.codes.size();
+        if (w.primed) job.ref_codes = {};
+      }
       if (w.delivered) job.frames_sent += static_cast<int64_t>(w.frames);
       if (!w.failure.empty()) {
         job.finish.reason = FinishReason::error;

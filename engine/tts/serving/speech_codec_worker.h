@@ -33,6 +33,7 @@
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/tts/codec/codec_decoder.h"
+#include "engine/tts/serving/primed_codec_cache.h"
 #include "engine/compute_turns.h"
 
 namespace sluice::engine::tts {
@@ -52,7 +53,8 @@ class SpeechCodecWorker {
   // ref_codes [frames, num_quantizers]: an ICL prompt's reference codes. The official
   // package decodes them ahead of the generated frames and drops their samples
   // (reference §1.5); the stream decodes exactly as one pass, so decoding them first
-  // and dropping that audio gives the same samples. Empty: nothing to prime.
+  // and dropping that audio gives the same samples. Empty: nothing to prime. A
+  // reference seen lately starts from its kept primed stream (primed_codec_cache.h).
   void begin(const std::string& id, std::shared_ptr<RequestStream> stream, Clock::time_point arrival,
              int32_t first_chunk_frames, int32_t chunk_frames, std::vector<int32_t> ref_codes = {});
   void add_frame(const std::string& id, std::span<const int32_t> codes);
@@ -77,6 +79,7 @@ class SpeechCodecWorker {
   std::vector<Work> take_ready();  // under mutex_
   void finish_job(Job& job);       // under mutex_
   void decode(Work& work);
+  void prime(Work& work);
 
   CodecDecoder& codec_;
   const int64_t max_decode_frames_;
@@ -84,6 +87,7 @@ class SpeechCodecWorker {
   ComputeTurns& turns_;
   const size_t groups_;
   const double seconds_per_frame_;
+  PrimedCodecCache primed_;  // the worker thread's alone
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;

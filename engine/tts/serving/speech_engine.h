@@ -96,6 +96,9 @@ class SpeechObserver {
   // audio_s: seconds of audio sent; wall_s: arrival -> finish.
   virtual void on_speech_finished(FinishReason /*reason*/, double /*audio_s*/, double /*wall_s*/) {}
   virtual void on_speech_step(int64_t /*frames*/) {}
+  // An ICL request's codec stream was primed with its reference codes: reused from a
+  // kept stream (primed_codec_cache.h) or decoded.
+  virtual void on_reference_primed(bool /*reused*/) {}
 };
 
 class SpeechEngine {

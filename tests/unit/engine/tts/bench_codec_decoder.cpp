@@ -1,7 +1,8 @@
 // Decode speed of the codec decoder on the CPU (2 threads): ms per frame streaming
 // frame by frame, in 4-frame pieces (the server's chunks) and in 50-frame pieces, on
 // the tiny fixture and on random weights at the real 12 Hz shapes, with F32 and
-// int16 convolutions side by side (twice each, alternating, for a noisy machine).
+// int16 convolutions side by side (twice each, alternating, for a noisy machine),
+// and what priming a 10 s ICL reference costs against cloning a primed stream.
 // A benchmark, not a test: skipped unless asked for,
 //   ./build/tests/sluice_unit_tests -tc='codec bench*' --no-skip
 #include <doctest/doctest.h>
@@ -53,6 +54,20 @@ TEST_CASE("codec bench: ms per frame on the CPU" * doctest::skip()) {
     report("real shapes, random weights, f32", real, 50);
     report("real shapes, random weights, int16", real16, 50);
   }
+  // An ICL voice's 10 s reference (125 frames) primed, against cloning the primed
+  // stream (what primed_codec_cache.h does for the voice's later requests).
+  const std::vector<int32_t> reference = test::random_codes(real.config(), 125, 5);
+  const auto start = std::chrono::steady_clock::now();
+  CodecStream primed = real.start();
+  std::vector<float> dropped;
+  primed.decode(reference, dropped);
+  const auto decoded = std::chrono::steady_clock::now();
+  CodecStream copy = primed.clone();
+  const auto cloned = std::chrono::steady_clock::now();
+  MESSAGE("10 s ICL reference, f32: primed in " << std::chrono::duration<double, std::milli>(decoded - start).count()
+          << " ms; a clone of the primed stream in "
+          << std::chrono::duration<double, std::milli>(cloned - decoded).count() << " ms (" << copy.bytes() / 1e6
+          << " MB)");
 }
 
 }  // namespace sluice::engine::tts

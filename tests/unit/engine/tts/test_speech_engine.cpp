@@ -5,6 +5,7 @@
 // refusals at submit. On custom_voice_wide, the long greedy goldens of the official
 // package come out of the engine as they are (the server's path).
 #include "engine/tts/serving/speech_engine.h"
+#include "engine/tts/serving/primed_codec_cache.h"
 
 #include <doctest/doctest.h>
 
@@ -165,7 +166,7 @@ TEST_CASE("an ICL voice clone's audio is the reference and its frames decoded at
   r.prompt.speaker_embedding.assign(static_cast<size_t>(config.talker.embedding_length), 0.0f);
   for (size_t i = 0; i < r.prompt.speaker_embedding.size(); ++i)
     r.prompt.speaker_embedding[i] = 0.05f * static_cast<float>(static_cast<int>(i % 7) - 3);
-  const int64_t ref_frames = 5;
+  const int64_t ref_frames = 13;  // primed in two pieces (8 frames a pass)
   const auto groups = static_cast<size_t>(w.codec.config().num_quantizers);
   for (int64_t f = 0; f < ref_frames; ++f)
     for (size_t g = 0; g < groups; ++g)
@@ -181,13 +182,79 @@ TEST_CASE("an ICL voice clone's audio is the reference and its frames decoded at
   const std::vector<float> whole = w.codec.decode_all(codes);
   const std::vector<float> want(whole.begin() + ref_frames * w.samples_per_frame(), whole.end());
 
-  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
+  // The second request with the same reference starts from the primed stream the
+  // first one left (primed_codec_cache.h): the same audio, no reference decoded.
+  struct Primes : SpeechObserver {
+    std::atomic<int> decoded{0}, reused{0};
+    void on_reference_primed(bool was_reused) override { ++(was_reused ? reused : decoded); }
+  } primes;
+  SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{}, nullptr, &primes);
   engine.start();
-  const SubmitResult submitted = engine.submit(speech("icl", r, 1, 3));
-  REQUIRE_MESSAGE(submitted.ok(), submitted.message);
-  const Outcome got = collect(*submitted.stream);
-  REQUIRE(got.pcm.size() == want.size());
-  CHECK(got.pcm == want);
+  for (const char* id : {"icl", "icl-again"}) {
+    CAPTURE(id);
+    const SubmitResult submitted = engine.submit(speech(id, r, 1, 3));
+    REQUIRE_MESSAGE(submitted.ok(), submitted.message);
+    const Outcome got = collect(*submitted.stream);
+    REQUIRE(got.pcm.size() == want.size());
+    CHECK(got.pcm == want);
+  }
+  CHECK(primes.decoded == 1);
+  CHECK(primes.reused == 1);
+}
+
+TEST_CASE("primed codec cache: a kept stream's clone decodes as the reference decoded again; least recently used out") {
+  World w(kFixtures / "base_small");
+  const auto groups = static_cast<size_t>(w.codec.config().num_quantizers);
+  const auto codes_of = [&](int seed, int64_t frames) {
+    std::vector<int32_t> codes;
+    for (int64_t f = 0; f < frames; ++f)
+      for (size_t g = 0; g < groups; ++g)
+        codes.push_back(static_cast<int32_t>((f * 5 + static_cast<int64_t>(g) * 11 + seed * 13) % 64));
+    return codes;
+  };
+  const std::vector<int32_t> after = codes_of(9, 6);
+  const auto expected_after = [&](const std::vector<int32_t>& ref) {
+    std::vector<int32_t> all = ref;
+    all.insert(all.end(), after.begin(), after.end());
+    const std::vector<float> whole = w.codec.decode_all(all);
+    return std::vector<float>(whole.end() - static_cast<std::ptrdiff_t>(6 * w.samples_per_frame()), whole.end());
+  };
+  PrimedCodecCache cache(2);
+  const std::vector<int32_t> a = codes_of(1, 5), b = codes_of(2, 7), c = codes_of(3, 4);
+  // The worker's use: find, else prime a fresh stream and keep it.
+  const auto start = [&](const std::vector<int32_t>& ref, bool& reused) {
+    std::optional<CodecStream> kept = cache.find(ref);
+    reused = kept.has_value();
+    if (kept) return std::move(*kept);
+    CodecStream stream = w.codec.start();
+    std::vector<float> dropped;
+    stream.decode(ref, dropped);
+    cache.keep(ref, stream);
+    return stream;
+  };
+  struct Use {
+    const std::vector<int32_t>* ref;
+    bool reused;
+  };
+  // a, a (kept), b, a (kept), c (b out), b (decoded again, a out), c (kept).
+  for (const Use& use : {Use{&a, false}, Use{&a, true}, Use{&b, false}, Use{&a, true}, Use{&c, false},
+                         Use{&b, false}, Use{&c, true}}) {
+    bool reused = false;
+    CodecStream stream = start(*use.ref, reused);
+    CHECK(reused == use.reused);
+    CHECK(stream.num_frames() == static_cast<int64_t>(use.ref->size() / groups));
+    std::vector<float> pcm;
+    stream.decode(after, pcm);
+    CHECK(pcm == expected_after(*use.ref));
+    // Decoding on a clone leaves the kept stream as it was.
+    std::vector<float> again;
+    cache.find(*use.ref)->decode(after, again);
+    CHECK(again == pcm);
+  }
+  CHECK(cache.size() == 2);
+  PrimedCodecCache none(0);
+  none.keep(a, w.codec.start());
+  CHECK_FALSE(none.find(a).has_value());
 }
 
 TEST_CASE("speech engine: the official package's long greedy runs, all at once, as they are") {

@@ -34,7 +34,12 @@ TEST_CASE("speech metrics: each callback feeds its series under the model's labe
   metrics.on_speech_step(0);  // a step that made no frame is not a sample
   metrics.on_speech_finished(engine::FinishReason::stop, 2.4, 0.8);
   metrics.on_speech_finished(engine::FinishReason::abort, 0.0, 0.1);
+  metrics.on_reference_primed(false);
+  metrics.on_reference_primed(true);
+  metrics.on_reference_primed(true);
   const std::string text = render(registry);
+  CHECK(value(text, R"(sluice_speech_reference_primes_total{model_name="tts",reused="false"})") == 1);
+  CHECK(value(text, R"(sluice_speech_reference_primes_total{model_name="tts",reused="true"})") == 2);
   CHECK(value(text, R"(sluice_speech_time_to_first_audio_seconds_count{model_name="tts"})") == 1);
   CHECK(value(text, R"(sluice_speech_time_to_first_audio_seconds_bucket{model_name="tts",le="0.1"})") == 1);
   CHECK(value(text, R"(sluice_speech_time_to_first_audio_seconds_bucket{model_name="tts",le="0.075"})") == 0);
