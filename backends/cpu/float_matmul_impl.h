@@ -1,7 +1,11 @@
 #pragma once
 // float_matmul_kernel.h's tile, included by one translation unit per ISA. Its
 // functions have internal linkage so the per-ISA copies never merge at link time.
+#include <cmath>
 #include <cstring>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "backends/cpu/float_matmul_kernel.h"
 #include "backends/cpu/half.h"
@@ -33,6 +37,18 @@ using NativeLanes = float __attribute__((vector_size(kNativeLanes * sizeof(float
 
 inline NativeLanes load_native(const float* p) { return load_vector<NativeLanes>(p); }
 
+// acc + w * x in each lane, rounded once (an FMA instruction, std::fma elsewhere).
+inline NativeLanes fma_native(NativeLanes w, NativeLanes x, NativeLanes acc) {
+#if defined(__AVX512F__)
+  return (NativeLanes)_mm512_fmadd_ps((__m512)w, (__m512)x, (__m512)acc);
+#elif defined(__AVX2__)
+  return (NativeLanes)_mm256_fmadd_ps((__m256)w, (__m256)x, (__m256)acc);
+#else
+  for (int l = 0; l < kNativeLanes; ++l) acc[l] = std::fma(w[l], x[l], acc[l]);
+  return acc;
+#endif
+}
+
 // Weight row o as F32: the stored row itself for F32, else widened into dst.
 const float* weight_row(const FloatMatmulArgs& a, int64_t o, float* dst) {
   const std::byte* row = a.w + o * a.w_stride;
@@ -46,12 +62,13 @@ const float* weight_row(const FloatMatmulArgs& a, int64_t o, float* dst) {
   return dst;
 }
 
-// out[r][t] = w[r] · x[t]: dot.h's dot_rows for a block of weight rows and tokens,
-// with explicit vectors so every ISA keeps the accumulators in registers (the
-// compiler's own vectorization of dot_rows spills them). Each (r, t) has its own
-// 16 lanes; lane l sums the products of elements k = l (mod 16) in order, the tail
-// is added lane by lane, then reduce_lanes. The same operations in the same order
-// as dot_rows, whatever the block: the same bits.
+// out[r][t] = w[r] · x[t] for a block of weight rows and tokens, with explicit
+// vectors so every ISA keeps the accumulators in registers. Each (r, t) has its own
+// 16 lanes; lane l accumulates the products of elements k = l (mod 16) in order,
+// each with one fused multiply-add (one rounding), the tail lane by lane, then
+// dot.h's reduce_lanes. The same operations in the same order whatever the block,
+// the tile or the ISA: the same bits. (A separate multiply and add would double the
+// floating-point instructions of a prompt's compute-bound tiles.)
 template <int Rows, int Tokens>
 inline void dot_block(const float* const* w, const float* const* x, int64_t n, float (*out)[Tokens]) {
   NativeLanes acc[Rows][Tokens][kParts] = {};
@@ -62,7 +79,7 @@ inline void dot_block(const float* const* w, const float* const* x, int64_t n, f
       for (int t = 0; t < Tokens; ++t) xv[t] = load_native(x[t] + k + p * kNativeLanes);
       for (int r = 0; r < Rows; ++r) {
         const NativeLanes wv = load_native(w[r] + k + p * kNativeLanes);
-        for (int t = 0; t < Tokens; ++t) acc[r][t][p] += wv * xv[t];
+        for (int t = 0; t < Tokens; ++t) acc[r][t][p] = fma_native(wv, xv[t], acc[r][t][p]);
       }
     }
   }
@@ -70,11 +87,67 @@ inline void dot_block(const float* const* w, const float* const* x, int64_t n, f
     for (int t = 0; t < Tokens; ++t) {
       float lanes[kDotLanes];
       std::memcpy(lanes, acc[r][t], sizeof(lanes));
-      for (int l = 0; k + l < n; ++l) lanes[l] += w[r][k + l] * x[t][k + l];
+      for (int l = 0; k + l < n; ++l) lanes[l] = std::fma(w[r][k + l], x[t][k + l], lanes[l]);
       out[r][t] = reduce_lanes(lanes);
     }
   }
 }
+
+#if defined(__AVX512F__)
+// dot_block<4, 4> with the sixteen reductions done in vectors: the accumulators
+// (tail included, with masked fused multiply-adds that leave the other lanes alone)
+// go through reduce_lanes's tree, each stage adding the same lane pairs for all
+// sixteen at once, so the bits are reduce_lanes's. A short row (576 elements: 36
+// steps) would otherwise spend as long in the scalar reductions as in its FMAs.
+// out[t * 4 + r] = w[r] · x[t].
+inline void dot_block_4x4(const float* const* w, const float* const* x, int64_t n, float* out) {
+  __m512 acc[16];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + kDotLanes <= n; k += kDotLanes) {
+    __m512 xv[4];
+    for (int t = 0; t < 4; ++t) xv[t] = _mm512_loadu_ps(x[t] + k);
+    for (int r = 0; r < 4; ++r) {
+      const __m512 wv = _mm512_loadu_ps(w[r] + k);
+      for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_fmadd_ps(wv, xv[t], acc[r * 4 + t]);
+    }
+  }
+  if (k < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - k)) - 1u);
+    __m512 xv[4];
+    for (int t = 0; t < 4; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + k);
+    for (int r = 0; r < 4; ++r) {
+      const __m512 wv = _mm512_maskz_loadu_ps(m, w[r] + k);
+      for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_mask3_fmadd_ps(wv, xv[t], acc[r * 4 + t], m);
+    }
+  }
+  // Stage 1, lanes l + 8 onto l: pairs (a, b) -> [a's 8 | b's 8].
+  __m512 s1[8];
+  for (int j = 0; j < 8; ++j) {
+    const __m512 a = acc[2 * j], b = acc[2 * j + 1];
+    s1[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // Stage 2, l + 4 onto l: each 128-bit block one accumulator's 4, acc[4m .. 4m + 3].
+  __m512 s2[4];
+  for (int m = 0; m < 4; ++m) {
+    const __m512 c = s1[2 * m], d = s1[2 * m + 1];
+    s2[m] = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // Stage 3, l + 2 onto l: block k holds acc[k]'s 2 and acc[4 + k]'s 2 (then 8 + k, 12 + k).
+  __m512 s3[2];
+  for (int i = 0; i < 2; ++i) {
+    const __m512 g = s2[2 * i], h = s2[2 * i + 1];
+    s3[i] = _mm512_add_ps(_mm512_shuffle_ps(g, h, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(g, h, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // Stage 4, l + 1 onto l: block k = [acc[k], acc[4 + k], acc[8 + k], acc[12 + k]], i.e.
+  // lane 4t + r holds acc[r * 4 + t].
+  const __m512 result = _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  _mm512_storeu_ps(out, result);
+}
+#endif
 
 // Weight rows [o, o + Rows) against the tile's tokens, Tokens-wide and then one by one.
 template <int Rows>
@@ -86,6 +159,14 @@ void rows_times_tokens(const FloatMatmulArgs& a, int64_t o, int64_t t_begin, int
     const float* xs[kMicroTokens];
     float out[Rows][kMicroTokens];
     for (int i = 0; i < kMicroTokens; ++i) xs[i] = a.x + (t + i) * a.x_stride;
+#if defined(__AVX512F__)
+    if constexpr (Rows == 4 && kMicroTokens == 4) {
+      float by_token[16];
+      dot_block_4x4(w, xs, a.n, by_token);
+      for (int i = 0; i < kMicroTokens; ++i) std::memcpy(a.y + (t + i) * a.y_stride + o, by_token + i * 4, 4 * sizeof(float));
+      continue;
+    }
+#endif
     dot_block<Rows, kMicroTokens>(w, xs, a.n, out);
     for (int r = 0; r < Rows; ++r)
       for (int i = 0; i < kMicroTokens; ++i) a.y[(t + i) * a.y_stride + o + r] = out[r][i];

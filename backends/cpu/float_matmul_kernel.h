@@ -4,7 +4,8 @@
 // [t_begin, t_end) against weight rows [o_begin, o_end). Each weight row is widened
 // to F32 once per tile (exactly: F16C / AVX-512 conversions where built with them,
 // half.h's bit operations otherwise) and dotted with every activation row of the
-// tile in dot.h's fixed order. Written once (float_matmul_impl.h) and compiled per
+// tile in one fixed order (16 lanes of fused multiply-adds, dot.h's lane split and
+// reduction tree). Written once (float_matmul_impl.h) and compiled per
 // ISA (float_matmul_{scalar,avx2,avx512}.cpp) with -ffp-contract=off, so every path
 // gives the same bits: the scalar path is the reference the others are tested
 // against, and a row's result never depends on the tile or the thread split.
