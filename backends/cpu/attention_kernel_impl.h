@@ -10,6 +10,9 @@
 #include "backends/cpu/dot.h"
 #include "backends/cpu/half.h"
 #include "backends/cpu/vector_load.h"
+#if defined(__AVX512F__)
+#include "backends/cpu/reduce16_avx512.h"
+#endif
 
 namespace sluice::backends::cpu {
 namespace {
@@ -62,6 +65,24 @@ inline float dot_lanes16(const float* q, const float* k, int64_t n) {
   const Lanes4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
   return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
+
+#if defined(__AVX512F__)
+// out[j] = dot_lanes16(q, kt + j * hd, hd) for the 16 keys of a full block: the same
+// partials (a multiply, then an add, lane by lane in element order) and the same
+// tree (reduce16_avx512.h), for all 16 keys at once.
+inline void scores16(const float* q, const float* kt, int64_t hd, float* out) {
+  __m512 acc[kAttentionKeys];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  for (int64_t i = 0; i < hd; i += 16) {
+    const __m512 qv = _mm512_loadu_ps(q + i);
+    for (int j = 0; j < kAttentionKeys; ++j)
+      acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(qv, _mm512_loadu_ps(kt + j * hd + i)));
+  }
+  // reduce16 puts key j in lane 4 * (j % 4) + j / 4: back to key order.
+  const __m512i key_order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_ps(out, _mm512_permutexvar_ps(key_order, reduce16(acc)));
+}
+#endif
 
 // Cache rows `rows[0, count)` as F32 into dst (count rows of hd).
 inline void load_rows(const AttentionArgs& a, const std::byte* cache, const int64_t* rows, int count, float* dst) {
@@ -117,8 +138,18 @@ void attend(const AttentionArgs& a, const AttentionItem& item, float* scratch) {
         const int qi = r * heads + h;
         const float* q = a.q + ((item.first_row + r) * a.num_heads + item.first_head + h) * a.q_row_stride;
         float block_max = -INFINITY;
+        bool dotted = false;  // s[] holds the block's dot products already
+#if defined(__AVX512F__)
+        if (hd % kAttentionKeys == 0 && hi - lo == kAttentionKeys) {
+          scores16(q, kt, hd, s);
+          dotted = true;
+        }
+#endif
         for (int64_t j = lo - j0; j < hi - j0; ++j) {
-          float score = (hd % kAttentionKeys == 0 ? dot_lanes16(q, kt + j * hd, hd) : dot(q, kt + j * hd, hd)) * a.scale;
+          const float dotted_qk = dotted ? s[j]
+                                  : hd % kAttentionKeys == 0 ? dot_lanes16(q, kt + j * hd, hd)
+                                                              : dot(q, kt + j * hd, hd);
+          float score = dotted_qk * a.scale;
           if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
           s[j] = score;
           block_max = score > block_max ? score : block_max;

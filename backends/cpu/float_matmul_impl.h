@@ -3,7 +3,9 @@
 // functions have internal linkage so the per-ISA copies never merge at link time.
 #include <cmath>
 #include <cstring>
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
+#include "backends/cpu/reduce16_avx512.h"
+#elif defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -94,12 +96,10 @@ inline void dot_block(const float* const* w, const float* const* x, int64_t n, f
 }
 
 #if defined(__AVX512F__)
-// dot_block<4, 4> with the sixteen reductions done in vectors: the accumulators
-// (tail included, with masked fused multiply-adds that leave the other lanes alone)
-// go through reduce_lanes's tree, each stage adding the same lane pairs for all
-// sixteen at once, so the bits are reduce_lanes's. A short row (576 elements: 36
-// steps) would otherwise spend as long in the scalar reductions as in its FMAs.
-// out[t * 4 + r] = w[r] · x[t].
+// dot_block<4, 4> with the sixteen reductions in vectors (reduce16_avx512.h; the
+// tail with masked fused multiply-adds that leave the other lanes alone): the same
+// bits. A short row (576 elements: 36 steps) would otherwise spend as long in the
+// scalar reductions as in its FMAs. out[t * 4 + r] = w[r] · x[t].
 inline void dot_block_4x4(const float* const* w, const float* const* x, int64_t n, float* out) {
   __m512 acc[16];
   for (__m512& a : acc) a = _mm512_setzero_ps();
@@ -121,30 +121,8 @@ inline void dot_block_4x4(const float* const* w, const float* const* x, int64_t 
       for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_mask3_fmadd_ps(wv, xv[t], acc[r * 4 + t], m);
     }
   }
-  // Stage 1, lanes l + 8 onto l: pairs (a, b) -> [a's 8 | b's 8].
-  __m512 s1[8];
-  for (int j = 0; j < 8; ++j) {
-    const __m512 a = acc[2 * j], b = acc[2 * j + 1];
-    s1[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  // Stage 2, l + 4 onto l: each 128-bit block one accumulator's 4, acc[4m .. 4m + 3].
-  __m512 s2[4];
-  for (int m = 0; m < 4; ++m) {
-    const __m512 c = s1[2 * m], d = s1[2 * m + 1];
-    s2[m] = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(2, 0, 2, 0)),
-                          _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 1, 3, 1)));
-  }
-  // Stage 3, l + 2 onto l: block k holds acc[k]'s 2 and acc[4 + k]'s 2 (then 8 + k, 12 + k).
-  __m512 s3[2];
-  for (int i = 0; i < 2; ++i) {
-    const __m512 g = s2[2 * i], h = s2[2 * i + 1];
-    s3[i] = _mm512_add_ps(_mm512_shuffle_ps(g, h, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(g, h, _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  // Stage 4, l + 1 onto l: block k = [acc[k], acc[4 + k], acc[8 + k], acc[12 + k]], i.e.
-  // lane 4t + r holds acc[r * 4 + t].
-  const __m512 result = _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                      _mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  // acc[r * 4 + t] ends in lane 4t + r.
+  const __m512 result = reduce16(acc);
   _mm512_storeu_ps(out, result);
 }
 #endif
