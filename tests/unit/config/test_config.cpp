@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/config_loader.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace {
 

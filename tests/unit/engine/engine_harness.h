@@ -15,6 +15,7 @@
 #include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/utf8.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::testing {
 

@@ -17,6 +17,7 @@
 #include "tests/unit/backends/forwarding_backend.h"
 #include "tests/unit/engine/engine_harness.h"
 #include "tests/unit/engine/models/model_fixture.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::testing {
 namespace {

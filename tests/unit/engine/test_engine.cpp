@@ -9,6 +9,7 @@
 #include "tests/unit/backends/forwarding_backend.h"
 #include "tests/unit/engine/engine_harness.h"
 #include "tests/unit/engine/thread_activity.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::testing {
 namespace {

@@ -16,6 +16,7 @@
 #include "backends/errors.h"
 #include "tests/unit/backends/forwarding_backend.h"
 #include "tests/unit/engine/engine_harness.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::testing {
 namespace {

@@ -18,6 +18,7 @@
 #include "engine/chat/chat_template.h"
 #include "proto/chat.h"
 #include "proto/template_kwargs.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::proto {
 namespace {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/dequantize.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::backends::cpu {
 namespace {

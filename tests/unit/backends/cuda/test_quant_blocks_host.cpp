@@ -31,6 +31,7 @@
 #endif
 
 #include "backends/cuda/quant_blocks.cuh"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::backends::cuda {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "tests/unit/engine/chat/json_to_value.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::chat {
 namespace {

@@ -13,6 +13,7 @@
 #include "engine/chat/jinja/lexer.h"
 #include "engine/chat/jinja/parser.h"
 #include "tests/unit/engine/chat/json_to_value.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::chat {
 namespace {

@@ -12,6 +12,7 @@
 
 #include "engine/chat/output_parser.h"
 #include "engine/chat/tool_syntax.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::chat {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "engine/grammar/json_schema.h"
 #include "tests/unit/engine/grammar/schema_recognizer.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::grammar {
 namespace {

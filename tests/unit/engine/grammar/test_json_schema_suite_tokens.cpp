@@ -19,6 +19,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/unit/engine/grammar/schema_suite.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::grammar {
 namespace {

@@ -16,6 +16,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/unit/engine/grammar/matcher_test_util.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::grammar {
 namespace {

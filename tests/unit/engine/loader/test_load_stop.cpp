@@ -10,6 +10,7 @@
 #include "backends/backend.h"
 #include "engine/loader/weight_source.h"
 #include "engine/models/model.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine {
 namespace {

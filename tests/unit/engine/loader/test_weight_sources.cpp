@@ -13,6 +13,7 @@
 #include "engine/loader/safetensors_names.h"
 #include "engine/loader/weight_table.h"
 #include "tests/unit/engine/loader/gguf_builder.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::loader {
 namespace {

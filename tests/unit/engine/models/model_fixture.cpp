@@ -9,6 +9,7 @@
 
 #include "engine/loader/weight_source.h"
 #include "engine/models/batch_builder.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::testing {
 namespace {

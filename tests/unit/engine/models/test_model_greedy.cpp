@@ -44,6 +44,7 @@
 #include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/engine/models/model_fixture.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::testing {
 namespace {

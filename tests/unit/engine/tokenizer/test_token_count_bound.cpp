@@ -13,6 +13,7 @@
 #include "engine/loader/gguf_file.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::tokenizer {
 namespace {

@@ -16,6 +16,7 @@
 #include "engine/tokenizer/utf8.h"
 #include "tests/unit/engine/loader/gguf_builder.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::tokenizer {
 namespace {

@@ -14,6 +14,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/utf8.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::tokenizer {
 namespace {

@@ -12,6 +12,7 @@
 #include "engine/tts/codec/codec_decoder.h"
 #include "tests/unit/engine/tts/codec_test_util.h"
 #include "engine/synthetic/random_tensor_set.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::tts {
 namespace {

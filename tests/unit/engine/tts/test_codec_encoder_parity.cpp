@@ -25,6 +25,7 @@
 #include "engine/tts/codec/codec_encoder.h"
 #include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::tts {
 namespace {

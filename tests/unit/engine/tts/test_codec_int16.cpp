@@ -22,6 +22,7 @@
 #include "engine/tts/codec/codec_decoder.h"
 #include "tests/unit/engine/tts/codec_test_util.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::tts {
 namespace {

@@ -21,6 +21,7 @@
 
 #include "engine/tts/codec/codec_decoder.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::tts {
 namespace {

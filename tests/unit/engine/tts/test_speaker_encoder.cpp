@@ -26,6 +26,7 @@
 #include "engine/tts/speaker/mel_tables.h"
 #include "engine/tts/speaker/speaker_encoder.h"
 #include "tests/unit/backends/backend_test_util.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::tts {
 namespace {

@@ -20,6 +20,7 @@
 #include "engine/loader/tensor_set.h"
 #include "engine/tts/codec/codec_config.h"
 #include "tts_test_util.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::tts {
 namespace {

@@ -24,6 +24,7 @@
 #include "engine/tts/model/talker.h"
 #include "engine/tts/model/talker_step.h"
 #include "engine/tts/model/tts_generator.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::engine::tts {
 namespace {

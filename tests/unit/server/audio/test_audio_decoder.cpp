@@ -13,6 +13,7 @@
 #include <string>
 
 #include "server/audio/audio_decoder.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::server {
 namespace {

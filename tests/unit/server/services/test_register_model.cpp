@@ -16,6 +16,7 @@
 #include "backends/backend_factory.h"
 #include "tests/unit/engine/loader/gguf_builder.h"
 #include "tests/unit/prerequisites.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::server {
 namespace {

@@ -14,6 +14,7 @@
 #include "engine/tts/codec/codec_encoder_config.h"
 #include "engine/tts/model/tts_model.h"
 #include "server/audio/audio_encoder.h"
+#include "tests/unit/fixtures_dir.h"
 
 namespace sluice::server {
 namespace {

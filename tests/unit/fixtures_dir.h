@@ -1,0 +1,10 @@
+#pragma once
+// Where the committed test fixtures are (tests/fixtures of this checkout). Only
+// fixtures_dir.cpp is compiled with the checkout's absolute path: a path in every test
+// file's command line would make ccache miss on all of them in a clone in another
+// folder (CI's), where CCACHE_BASEDIR makes every other path relative.
+namespace sluice::test {
+const char* fixtures_dir();
+}  // namespace sluice::test
+
+#define SLUICE_FIXTURES_DIR (::sluice::test::fixtures_dir())
