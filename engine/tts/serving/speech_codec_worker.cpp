@@ -91,9 +91,13 @@ void SpeechCodecWorker::begin(const std::string& id, std::shared_ptr<RequestStre
   job->first_chunk_frames = std::max(first_chunk_frames, 1);
   job->chunk_frames = std::max(chunk_frames, 1);
   job->ref_codes = std::move(ref_codes);
-  std::lock_guard lock(mutex_);
-  order_.push_back(id);
-  jobs_[id] = std::move(job);
+  const bool prime = !job->ref_codes.empty();
+  {
+    std::lock_guard lock(mutex_);
+    order_.push_back(id);
+    jobs_[id] = std::move(job);
+  }
+  if (prime) cv_.notify_one();  // the reference goes into the stream while the talker starts
 }
 
 void SpeechCodecWorker::add_frame(const std::string& id, std::span<const int32_t> codes) {
