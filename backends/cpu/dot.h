@@ -1,6 +1,7 @@
 #pragma once
-// F32 dot products with one fixed accumulation order, shared by matmul and
-// attention. Element k of a row always goes to partial sum k % 16, partial sums
+// F32 dot products with one fixed accumulation order (attention's scores; the float
+// matmul keeps the lane split and the reduction tree, with fused multiply-adds in
+// the lanes). Element k of a row always goes to partial sum k % 16, partial sums
 // are added in element order, and the 16 partials are reduced by a fixed tree
 // (l + 8, then + 4, + 2, + 1). The loops have fixed widths so the compiler can
 // vectorize them without reordering anything (lanes are independent), and the
