@@ -21,7 +21,10 @@ struct GenerationConfig {
 // Speculative decoding of one model (vLLM's speculative_config, its field names):
 // drafts of num_speculative_tokens tokens verified in one step of the model.
 struct SpeculativeModelConfig {
-  std::string method = "none";         // none | ngram (prompt lookup: no draft model)
+  std::string method = "none";         // none | ngram (prompt lookup: no draft model) | draft_model
+  // draft_model: the small model that drafts (GGUF file or safetensors folder; its
+  // tokenizer must be the target's), loaded on the target's backend.
+  std::string model;
   int64_t num_speculative_tokens = 4;  // drafted tokens per step, 1..16
   int64_t prompt_lookup_min = 2;       // ngram: shortest suffix searched for, 1..prompt_lookup_max
   int64_t prompt_lookup_max = 4;       // ngram: longest, up to 32

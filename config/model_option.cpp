@@ -243,7 +243,8 @@ OptionSpec models_option() {
              (model.voices_dir.empty() ? "" : ", voices_dir " + model.voices_dir) +
              (model.speculative.method == "none"
                   ? ""
-                  : ", speculative " + model.speculative.method + " k=" +
+                  : ", speculative " + model.speculative.method +
+                        (model.speculative.model.empty() ? "" : " " + model.speculative.model) + " k=" +
                         std::to_string(model.speculative.num_speculative_tokens)) +
              ")";
     }

@@ -26,7 +26,7 @@ constexpr IntegerField kIntegers[] = {
 };
 
 const std::vector<std::string>& field_names() {
-  static const std::vector<std::string> names = {"method", "num_speculative_tokens", "prompt_lookup_min",
+  static const std::vector<std::string> names = {"method", "model", "num_speculative_tokens", "prompt_lookup_min",
                                                  "prompt_lookup_max", "disable_by_batch_size"};
   return names;
 }
@@ -41,8 +41,14 @@ SpeculativeModelConfig parse_speculative_config(const json& value, std::string_v
     if (name == "method") {
       if (!field.is_string()) fail_type(field_key, "a string", field, origin);
       out.method = field.get<std::string>();
-      if (out.method != "none" && out.method != "ngram")
-        fail(field_key, "must be one of none, ngram, got " + quote(out.method), origin);
+      if (out.method != "none" && out.method != "ngram" && out.method != "draft_model")
+        fail(field_key, "must be one of none, ngram, draft_model, got " + quote(out.method), origin);
+      continue;
+    }
+    if (name == "model") {
+      if (!field.is_string() || field.get<std::string>().empty())
+        fail_type(field_key, "the path of the draft model", field, origin);
+      out.model = field.get<std::string>();
       continue;
     }
     const IntegerField* spec = nullptr;
@@ -62,6 +68,11 @@ SpeculativeModelConfig parse_speculative_config(const json& value, std::string_v
     fail(std::string(key) + ".prompt_lookup_min",
          "must be at most prompt_lookup_max (" + std::to_string(out.prompt_lookup_max) + "), got " +
              std::to_string(out.prompt_lookup_min), origin);
+  if (out.method == "draft_model" && out.model.empty())
+    fail(std::string(key) + ".model", "is required with method draft_model (the draft model's path)", origin);
+  if (out.method != "draft_model" && !out.model.empty())
+    fail(std::string(key) + ".model", "is only read with method draft_model, got method " + quote(out.method),
+         origin);
   return out;
 }
 

@@ -109,12 +109,16 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   if (spec.enabled()) {
     if (spec.prompt_lookup_min < 1 || spec.prompt_lookup_max < spec.prompt_lookup_min)
       throw std::invalid_argument("speculative: need 1 <= prompt_lookup_min <= prompt_lookup_max");
-    drafter_ = make_drafter(spec);
     speculation_stats_.num_accepted_tokens_per_pos.assign(static_cast<size_t>(spec.num_speculative_tokens), 0);
-    spdlog::info("engine {}: speculative decoding: ngram, {} tokens per step (lookup {}..{}), off above {} decoding "
-                 "sequences",
-                 config_.model_name, spec.num_speculative_tokens, spec.prompt_lookup_min, spec.prompt_lookup_max,
-                 spec.disable_by_batch_size);
+    if (spec.method == SpeculativeMethod::draft_model) {
+      start_draft_model(spec);
+    } else {
+      drafter_ = make_drafter(spec);
+      spdlog::info("engine {}: speculative decoding: ngram, {} tokens per step (lookup {}..{}), off above {} "
+                   "decoding sequences",
+                   config_.model_name, spec.num_speculative_tokens, spec.prompt_lookup_min, spec.prompt_lookup_max,
+                   spec.disable_by_batch_size);
+    }
   }
 
   spdlog::info("engine {}: KV cache {} blocks x {} tokens = {} tokens, {:.1f} MiB ({} bytes/block, {}), "
@@ -124,6 +128,38 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
                per_block, config_.kv_dtype == backends::DType::F32 ? "f32" : "f16", max_model_len_,
                config_.max_num_seqs, config_.max_num_batched_tokens);
   publish_stats(nullptr);
+}
+
+// The draft model's cache holds what the drafting sequences need: at most
+// disable_by_batch_size of them (no more draft in one step), each up to the context
+// and its drafts, and never more tokens than the target's pool plus their drafts.
+void Engine::start_draft_model(const SpeculativeConfig& spec) {
+  if (spec.draft_model == nullptr) throw std::invalid_argument("speculative: draft_model needs its model");
+  if (&spec.draft_model->backend() != &model_.backend())
+    throw std::invalid_argument("speculative: the draft model must run on the target's backend");
+  const int64_t rows = std::min<int64_t>(spec.disable_by_batch_size, config_.max_num_seqs);
+  const int64_t block = config_.block_size;
+  const int64_t per_sequence = (max_model_len_ + spec.num_speculative_tokens + block - 1) / block;
+  const int64_t draft_slack = rows * ((spec.num_speculative_tokens + block - 1) / block + 1);
+  const DraftModelSetup setup{.target_vocab_size = model_.hparams().vocab_size,
+                              .num_blocks = std::min(rows * per_sequence, num_blocks_ + draft_slack),
+                              .block_size = block,
+                              .kv_dtype = config_.kv_dtype,
+                              .max_chunk_tokens = std::min<int64_t>(config_.max_num_batched_tokens, 512),
+                              .max_rows = rows};
+  try {
+    drafter_ = make_drafter(spec, setup);
+  } catch (const backends::OutOfMemoryError& e) {
+    throw std::runtime_error(fmt::format("engine {}: the draft model's KV cache of {} blocks does not fit on {} ({})",
+                                         config_.model_name, setup.num_blocks, model_.backend().name(), e.what()));
+  }
+  const uint64_t draft_kv =
+      KvCache::bytes_per_block(spec.draft_model->hparams(), block, config_.kv_dtype) * static_cast<uint64_t>(setup.num_blocks);
+  spdlog::info("engine {}: speculative decoding: draft model ({} layers, vocabulary {}), {} tokens per step, off "
+               "above {} decoding sequences; its KV cache {} blocks, {:.1f} MiB",
+               config_.model_name, spec.draft_model->hparams().num_layers, spec.draft_model->hparams().vocab_size,
+               spec.num_speculative_tokens, spec.disable_by_batch_size, setup.num_blocks,
+               static_cast<double>(draft_kv) / (1 << 20));
 }
 
 Engine::~Engine() { stop(); }

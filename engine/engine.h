@@ -151,6 +151,7 @@ class Engine {
   void sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results);
   void sample_row(size_t row, size_t sampler_index, std::span<const float> logits, std::span<SampleResult> out);
   void propose_drafts();  // speculative decoding: the next step's drafts (engine_speculation.cpp)
+  void start_draft_model(const SpeculativeConfig& spec);  // drafter_ for method draft_model
   bool may_draft(const SequencePtr& seq);
   void learn_from_verification(ChoiceState* choice, size_t num_drafts, size_t num_emitted);
   void emit_tokens(ActiveRequest& request, ChoiceState& choice, std::span<const SampleResult> tokens,

@@ -5,7 +5,9 @@
 
 namespace sluice::engine {
 
-enum class SpeculativeMethod { none, ngram };
+class Model;
+
+enum class SpeculativeMethod { none, ngram, draft_model };
 
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::none;
@@ -14,6 +16,10 @@ struct SpeculativeConfig {
   // min, found earlier in the sequence proposes the tokens that followed it.
   int32_t prompt_lookup_min = 2;
   int32_t prompt_lookup_max = 4;
+  // draft_model: the model that drafts greedily (model_drafter.h). Not owned; on the
+  // target's backend, with the target's tokenizer (the caller checks), and it must
+  // outlive the engine.
+  Model* draft_model = nullptr;
   // No sequence drafts in a step whose decoding sequences exceed this: with many
   // rows a step is no longer bound by reading the weights once, so the extra rows
   // of drafts cost about what they save (measured: README, Speculative decoding).

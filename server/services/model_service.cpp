@@ -13,6 +13,7 @@
 #include "engine/grammar/tool_grammar.h"
 #include "proto/chat_render.h"
 #include "proto/template_kwargs.h"
+#include "server/services/draft_model.h"
 #include "server/services/model_prepare.h"
 
 namespace sluice::server {
@@ -45,7 +46,9 @@ engine::EngineConfig engine_config(const engine::ModelInfo& info, const config::
 
 engine::SpeculativeConfig speculative_config(const config::SpeculativeModelConfig& c) {
   engine::SpeculativeConfig out;
-  out.method = c.method == "ngram" ? engine::SpeculativeMethod::ngram : engine::SpeculativeMethod::none;
+  out.method = c.method == "ngram"         ? engine::SpeculativeMethod::ngram
+               : c.method == "draft_model" ? engine::SpeculativeMethod::draft_model
+                                           : engine::SpeculativeMethod::none;
   out.num_speculative_tokens = static_cast<int32_t>(c.num_speculative_tokens);
   out.prompt_lookup_min = static_cast<int32_t>(c.prompt_lookup_min);
   out.prompt_lookup_max = static_cast<int32_t>(c.prompt_lookup_max);
@@ -160,6 +163,10 @@ std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& load
   service->grammar_metrics_ = std::make_unique<GrammarMetrics>(registry, info.id);
   engine::EngineConfig engine_settings = engine_config(info, config);
   engine_settings.speculative = speculative_config(entry.speculative);
+  if (engine_settings.speculative.method == engine::SpeculativeMethod::draft_model) {
+    service->draft_model_ = load_draft_model(entry.speculative.model, *service->backend_, tok, info.id);
+    engine_settings.speculative.draft_model = service->draft_model_.get();
+  }
   if (service->backend_->device() == backends::DeviceKind::cpu) engine_settings.compute_turns = cpu_turns;
   // The entry's position in config.models numbers the model's event endpoint.
   int index = 0;

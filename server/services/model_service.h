@@ -96,6 +96,7 @@ class ModelService {
   std::string id_;
   std::unique_ptr<backends::Backend> backend_;
   std::unique_ptr<engine::Model> model_;
+  std::unique_ptr<engine::Model> draft_model_;  // speculative method draft_model, on backend_
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::optional<chat::ChatTemplate> chat_template_;
   chat::RenderOptions render_options_;

@@ -549,6 +549,20 @@ TEST_CASE("config: a model entry's speculative object") {
                  "models[0].speculative.prompt_lookup_min: must be at most prompt_lookup_max (3), got 4"));
   CHECK(contains(error(R"({"num_speculative_token": 3})"), "models[0].speculative.num_speculative_token: unknown key"));
   CHECK(contains(error(R"("ngram")"), "models[0].speculative"));
+  CHECK(contains(error(R"({"method": "draft_model"})"),
+                 "models[0].speculative.model: is required with method draft_model"));
+  CHECK(contains(error(R"({"method": "ngram", "model": "d.gguf"})"),
+                 "models[0].speculative.model: is only read with method draft_model"));
+  CHECK(contains(error(R"({"method": "draft_model", "model": 3})"), "models[0].speculative.model"));
+}
+
+TEST_CASE("config: a draft model for speculative decoding") {
+  TempFile good(R"({"models": [{"path": "p.gguf", "speculative": {"method": "draft_model", "model": "d.gguf",
+                   "num_speculative_tokens": 3}}]})");
+  const auto& s = load({"--config", good.path()}).models[0].speculative;
+  CHECK(s.method == "draft_model");
+  CHECK(s.model == "d.gguf");
+  CHECK(s.num_speculative_tokens == 3);
 }
 
 }  // namespace
