@@ -14,6 +14,11 @@ per task and number of concurrent streams:
 
   specbench.py http://127.0.0.1:8080 --model smol --streams 1,16 --rounds 2
 
+With --off-url, "off" rounds go to a second server instead (the same model without
+speculation) and no "speculative" field is sent: that compares a peer such as
+llama-server with and without its own speculation (its acceptance is in its log,
+not in this table, which then shows 0).
+
 Standard library only; loopback targets only.
 """
 from __future__ import annotations
@@ -61,8 +66,9 @@ def loopback(url: str) -> tuple[str, int]:
 
 def stream_one(host, port, model, prompt, max_tokens, speculative):
     body = {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0,
-            "max_tokens": max_tokens, "stream": True, "stream_options": {"include_usage": True},
-            "speculative": speculative}
+            "max_tokens": max_tokens, "stream": True, "stream_options": {"include_usage": True}}
+    if speculative is not None:
+        body["speculative"] = speculative
     conn = http.client.HTTPConnection(host, port, timeout=600)
     conn.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     response = conn.getresponse()
@@ -87,7 +93,8 @@ def stream_one(host, port, model, prompt, max_tokens, speculative):
 def spec_counters(host, port, model):
     conn = http.client.HTTPConnection(host, port, timeout=60)
     conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
+    response = conn.getresponse()
+    text = response.read().decode() if response.status == 200 else ""  # a peer may have no metrics
     conn.close()
     out = {}
     for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
@@ -143,9 +150,14 @@ def main() -> int:
     p.add_argument("--requests-per-stream", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--json", help="also write the rows as JSON")
+    p.add_argument("--off-url", help="send the off rounds here (a server without speculation)")
     args = p.parse_args()
-    host, port = loopback(args.url)
-    stream_one(host, port, args.model, "Say hi.", 8, True)  # warm up
+    on_server = loopback(args.url)
+    off_server = loopback(args.off_url) if args.off_url else on_server
+    # Which server and which request field each mode gets.
+    modes = {True: (on_server, None if args.off_url else True), False: (off_server, None if args.off_url else False)}
+    for (host, port), field in modes.values():
+        stream_one(host, port, args.model, "Say hi.", 8, field)  # warm up
     rows = []
     print(f"{'task':<11} {'streams':>7} {'mode':<4} {'decode tok/s/stream':>19} {'output tok/s':>12} "
           f"{'acceptance':>10} {'tok/draft step':>14} {'errors':>6}")
@@ -154,8 +166,9 @@ def main() -> int:
             totals = {True: [], False: []}
             for _ in range(args.rounds):
                 for speculative in (False, True):
+                    (host, port), field = modes[speculative]
                     totals[speculative].append(run_round(host, port, args.model, TASKS[task], streams,
-                                                         args.requests_per_stream, args.max_tokens, speculative))
+                                                         args.requests_per_stream, args.max_tokens, field))
             cell = {}
             for speculative in (False, True):
                 runs = totals[speculative]
