@@ -8,6 +8,7 @@
 
 #include "backends/cpu/attention_kernel.h"
 #include "backends/cpu/dot.h"
+#include "backends/cpu/exp_approx.h"
 #include "backends/cpu/half.h"
 #include "backends/cpu/vector_load.h"
 #if defined(__AVX512F__)
@@ -16,24 +17,6 @@
 
 namespace sluice::backends::cpu {
 namespace {
-
-// e^x for x <= 0 (softmax arguments), to about 2 ulp: x = n ln2 + r with
-// |r| <= ln2 / 2, e^r by a degree-6 Taylor polynomial, 2^n by building the
-// exponent. Plain float operations only, so every ISA vectorizes it to the same bits.
-inline float exp_nonpositive(float x) {
-  if (!(x > -87.0f)) return 0.0f;  // also maps NaN to 0
-  const float n = std::nearbyint(x * 1.44269504f);
-  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
-  return p * std::bit_cast<float>(bits);
-}
 
 // GCC/Clang vectors of the ISA's width (PvLanes: 4 SSE, 8 AVX, 16 AVX-512 floats),
 // lane by lane the same operations on every ISA. They never cross a non-inlined

@@ -6,7 +6,9 @@
 // exp/tanh, which are within 1-2 ulp); embed must be exact.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <random>
 #include <vector>
@@ -125,6 +127,40 @@ TEST_CASE("ops: swiglu, geglu, add, scale") {
     backend->scale(gt.tensor, 0.125f, gt.tensor);
     CHECK(gt.get(*backend)[n - 1] == g[n - 1] * 0.125f);  // exact: power of two
     check_rows(gt.get(*backend), s.t, s.d, [&](int64_t i, int64_t k) { return std::pair{at(g, i, k) * 0.125, 0.0}; });
+  }
+}
+
+TEST_CASE("ops: swiglu and geglu give an element the same bits in a vector lane and in the scalar tail") {
+  // The loop runs 4 (SSE) or more lanes at a time and finishes a row one element at
+  // a time: each input is computed once in a long row (its lane) and once alone.
+  auto backend = make_cpu_backend(1);
+  std::mt19937 rng(23);
+  std::vector<float> g = random_floats(rng, 61, -12.0f, 12.0f);
+  const std::vector<float> special = {0.0f, -0.0f, -86.9f, -87.0f, -87.5f, -100.0f, 100.0f, 1e-20f, -1e-20f,
+                                      std::numeric_limits<float>::quiet_NaN(), 3.5f};
+  std::copy(special.begin(), special.end(), g.begin());
+  const std::vector<float> u(g.size(), 1.5f);
+  const auto n = static_cast<int64_t>(g.size());
+  HostTensor row(*backend, DType::F32, {1, n}), ones(*backend, DType::F32, {1, n}), out(*backend, DType::F32, {1, n});
+  HostTensor one(*backend, DType::F32, {1, 1}), one_u(*backend, DType::F32, {1, 1}), one_out(*backend, DType::F32, {1, 1});
+  ones.set(*backend, u);
+  one_u.set(*backend, std::vector<float>{1.5f});
+  for (bool gelu : {false, true}) {
+    CAPTURE(gelu);
+    row.set(*backend, g);
+    if (gelu) backend->geglu(row.tensor, ones.tensor, out.tensor);
+    else backend->swiglu(row.tensor, ones.tensor, out.tensor);
+    const std::vector<float> lanes = out.get(*backend);
+    CHECK(std::isnan(lanes[9]));  // NaN in, NaN out
+    CHECK(lanes[5] == 0.0f);      // far left: 0 (-0 or +0)
+    CHECK(lanes[6] == 150.0f);    // far right: the identity
+    for (size_t i = 0; i < g.size(); ++i) {
+      CAPTURE(i);
+      one.set(*backend, std::vector<float>{g[i]});
+      if (gelu) backend->geglu(one.tensor, one_u.tensor, one_out.tensor);
+      else backend->swiglu(one.tensor, one_u.tensor, one_out.tensor);
+      CHECK(bits_equal(one_out.get(*backend), {lanes[i]}));
+    }
   }
 }
 
