@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,25 @@ inline std::vector<GenerationRequest> greedy_set(int32_t max_tokens) {
     requests.push_back(std::move(r));
   }
   return requests;
+}
+
+// The draft-model drafter (model_drafter.h) with the llama fixture in `variant`.
+inline std::string fixture_path(const std::string& variant) {
+  return std::string(SLUICE_FIXTURES_DIR) + "/models/llama/llama-" + variant + ".gguf";
+}
+
+// The llama fixture in `variant`, on the target's backend (as the server loads it).
+inline std::unique_ptr<Model> load_draft(LoadedFixture& target, const std::string& variant) {
+  return Model::load(loader::open_weights(fixture_path(variant)), *target.backend);
+}
+
+inline EngineConfig draft_config(Model& draft, int32_t k = 4, int32_t disable_by_batch_size = 1000) {
+  EngineConfig config = small_config();
+  config.speculative.method = SpeculativeMethod::draft_model;
+  config.speculative.draft_model = &draft;
+  config.speculative.num_speculative_tokens = k;
+  config.speculative.disable_by_batch_size = disable_by_batch_size;
+  return config;
 }
 
 }  // namespace sluice::engine::testing

@@ -8,29 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend_factory.h"
 #include "engine/speculative/model_drafter.h"
+#include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/engine/speculative_harness.h"
 
 namespace sluice::engine::testing {
 namespace {
-
-std::string fixture_path(const std::string& variant) {
-  return std::string(SLUICE_FIXTURES_DIR) + "/models/llama/llama-" + variant + ".gguf";
-}
-
-// The llama fixture in `variant`, on the target's backend (as the server loads it).
-std::unique_ptr<Model> load_draft(LoadedFixture& target, const std::string& variant) {
-  return Model::load(loader::open_weights(fixture_path(variant)), *target.backend);
-}
-
-EngineConfig draft_config(Model& draft, int32_t k = 4, int32_t disable_by_batch_size = 1000) {
-  EngineConfig config = small_config();
-  config.speculative.method = SpeculativeMethod::draft_model;
-  config.speculative.draft_model = &draft;
-  config.speculative.num_speculative_tokens = k;
-  config.speculative.disable_by_batch_size = disable_by_batch_size;
-  return config;
-}
 
 TEST_CASE("draft model: greedy output == plain greedy output; the target as its own draft has every draft accepted") {
   LoadedFixture f = load_engine_fixture("llama", "f32");
@@ -51,6 +35,22 @@ TEST_CASE("draft model: greedy output == plain greedy output; the target as its 
     // verifying row does, so the same weights agree on every greedy token.
     if (std::string(variant) == "f32") CHECK(s.num_accepted_tokens == s.num_draft_tokens);
   }
+}
+
+TEST_CASE("draft model on CUDA: greedy output == plain greedy output on CUDA") {
+  if (!backends::test::cuda_backend_or_skip("a draft model on CUDA")) return;
+  LoadedFixture f = load_engine_fixture_on(backends::make_backend(backends::resolve_backend("cuda:0")), "llama", "f32");
+  std::unique_ptr<Model> draft = load_draft(f, "q8_0");  // on the target's CUDA backend
+  const std::vector<GenerationRequest> requests = greedy_set(40);
+  const Run plain = run_all(f, small_config(), requests);
+  const Run speculative = run_all(f, draft_config(*draft), requests);
+  // Logprobs within cuBLAS's row-count-dependent sums, as the n-gram CUDA case.
+  const double worst = check_same_output(plain, speculative, 1e-4);
+  const SpeculationStats& s = speculative.stats.speculation;
+  MESSAGE("draft q8_0 on CUDA: accepted " << s.num_accepted_tokens << " of " << s.num_draft_tokens
+                                          << "; largest logprob difference " << worst);
+  CHECK(s.num_accepted_tokens > 0);
+  CHECK(speculative.stats.num_steps < plain.stats.num_steps);
 }
 
 TEST_CASE("draft model: seeded sampling, n > 1, stops and the batch-size cut-off stay exact") {
