@@ -128,6 +128,21 @@ void SpeechCodecWorker::end(const std::string& id, ChoiceFinish finish, bool dec
   cv_.notify_one();
 }
 
+// Under mutex_: a job whose first audio could be decoded now, by a pass not yet in line.
+bool SpeechCodecWorker::first_audio_waiting() const {
+  return std::ranges::any_of(jobs_, [&](const auto& entry) {
+    const Job& job = *entry.second;
+    if (job.busy || job.drop || job.frames_sent > 0 || !job.ref_codes.empty()) return false;
+    const size_t pending = job.pending_frames(groups_);
+    return pending >= static_cast<size_t>(job.first_chunk_frames) || (job.ended && pending > 0);
+  });
+}
+
+void SpeechCodecWorker::yield_to_first_audio(std::chrono::milliseconds limit) {
+  std::unique_lock lock(mutex_);
+  lined_up_.wait_for(lock, limit, [&] { return failed_.load() || !first_audio_waiting(); });
+}
+
 size_t SpeechCodecWorker::num_jobs() const {
   std::lock_guard lock(mutex_);
   return jobs_.size();
@@ -301,9 +316,16 @@ void SpeechCodecWorker::run_passes() {
       cv_.wait(lock);
       continue;
     }
-    lock.unlock();
+    // A pass that makes some request's first audio goes ahead of the waiting steps;
+    // it takes its place in line before the lock goes, so the engine, waiting in
+    // yield_to_first_audio(), lines up behind it.
+    const bool first_audio =
+        std::ranges::any_of(work, [](const Work& w) { return !w.prime && w.job->frames_sent == 0; });
     {
-      ComputeTurns::Turn turn(turns_);
+      ComputeTurns::Turn turn(turns_, first_audio, std::defer_lock);
+      lock.unlock();
+      if (first_audio) lined_up_.notify_all();
+      turn.wait();
       for (Work& w : work) decode(w);
     }
     lock.lock();

@@ -19,6 +19,7 @@
 // failure() says why. Thread-safe; stop() joins after pushing every outstanding
 // finish.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -62,6 +63,12 @@ class SpeechCodecWorker {
   // abort), then pushes `finish`.
   void end(const std::string& id, ChoiceFinish finish, bool decode_pending);
 
+  // Waits (at most `limit`) until no request's first audio is ready to decode without
+  // its pass in line for a compute turn. The engine calls it before taking the turn
+  // of its next step: a frame it just handed over then becomes audio before that
+  // step, not after it.
+  void yield_to_first_audio(std::chrono::milliseconds limit);
+
   // Requests begun and not yet finished on the stream.
   size_t num_jobs() const;
 
@@ -77,6 +84,7 @@ class SpeechCodecWorker {
   void run_passes();
   void fail_all(const std::string& why);
   std::vector<Work> take_ready();  // under mutex_
+  bool first_audio_waiting() const;  // under mutex_
   void finish_job(Job& job);       // under mutex_
   void decode(Work& work);
   void prime(Work& work);
@@ -91,6 +99,7 @@ class SpeechCodecWorker {
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
+  std::condition_variable lined_up_;  // a first-audio pass took its place in line
   std::unordered_map<std::string, std::unique_ptr<Job>> jobs_;  // guarded by mutex_
   std::vector<std::string> order_;                              // arrival order, guarded
   bool stopping_ = false;

@@ -19,6 +19,11 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 constexpr const char* kDeathPrefix = "the speech engine thread stopped: ";
 
+// How long a step waits for the codec pass that turns a frame the last step made
+// into a request's first audio to take its place in line (the codec thread wakes
+// in well under a millisecond; the bound only covers a thread the OS did not run).
+constexpr std::chrono::milliseconds kFirstAudioYield{20};
+
 // After the engine died: said with a code the routes tell apart from a shutdown.
 SubmitResult refused_dead(const std::string& reason) {
   SubmitResult out;
@@ -210,6 +215,8 @@ void SpeechEngine::loop() {
       finish_request(seq->request_id(), reason, reason == FinishReason::timeout ? "the request deadline passed" : "");
     }
     if (!step.empty()) {
+      // A frame of the last step that completes a first audio chunk is decoded first.
+      if (turns_->enabled()) codec_worker_->yield_to_first_audio(kFirstAudioYield);
       try {
         ComputeTurns::Turn turn(*turns_);
         run_step(step);

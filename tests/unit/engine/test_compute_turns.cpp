@@ -48,6 +48,49 @@ bool wait_for_tickets(const ComputeTurns& turns, uint64_t count) {
   return true;
 }
 
+TEST_CASE("compute turns: an urgent turn goes ahead of the waiting ones, after earlier urgent ones") {
+  ComputeTurns turns(true);
+  std::vector<int> order;
+  std::optional<ComputeTurns::Turn> first;
+  first.emplace(turns);
+  std::vector<std::thread> threads;
+  // Queued one by one: normal 0, normal 1, urgent 2, urgent 3, normal 4.
+  const bool urgent[] = {false, false, true, true, false};
+  for (int t = 0; t < 5; ++t) {
+    threads.emplace_back([&, t] {
+      ComputeTurns::Turn turn(turns, urgent[t]);
+      order.push_back(t);  // one holder at a time: no lock needed
+    });
+    REQUIRE(wait_for_tickets(turns, static_cast<uint64_t>(t) + 2));
+  }
+  first.reset();
+  for (auto& thread : threads) thread.join();
+  CHECK(order == std::vector<int>{2, 3, 0, 1, 4});
+}
+
+TEST_CASE("compute turns: a deferred turn keeps its place in line; unwaited, it gives the place up") {
+  ComputeTurns turns(true);
+  std::vector<int> order;
+  std::optional<ComputeTurns::Turn> first;
+  first.emplace(turns);
+  std::optional<ComputeTurns::Turn> deferred;
+  deferred.emplace(turns, false, std::defer_lock);  // in line second, not blocked
+  std::optional<ComputeTurns::Turn> given_up;
+  given_up.emplace(turns, false, std::defer_lock);  // third, never waited for
+  std::thread later([&] {
+    ComputeTurns::Turn turn(turns);
+    order.push_back(2);
+  });
+  REQUIRE(wait_for_tickets(turns, 4));
+  first.reset();
+  deferred->wait();
+  order.push_back(1);
+  deferred.reset();
+  given_up.reset();  // leaves the line: the thread behind it is served
+  later.join();
+  CHECK(order == std::vector<int>{1, 2});
+}
+
 TEST_CASE("compute turns: in arrival order") {
   ComputeTurns turns(true);
   std::vector<int> order;
