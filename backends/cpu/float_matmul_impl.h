@@ -24,7 +24,10 @@ constexpr int kMicroTokens = 4;  // activation rows sharing each load of the wei
 // 16 lanes of dot.h are held as kParts native vectors.
 #if defined(__AVX512F__)
 constexpr int kNativeLanes = 16;
-constexpr int kRowBlock = 4;  // weight rows sharing each activation load: 16 accumulators of 32 registers
+// Weight rows sharing each activation load: 24 accumulators of 32 registers. Six
+// rather than four: a prompt's activation rows come from L2 (a tile of them is
+// hundreds of KiB), and each load of them now feeds six rows' FMAs.
+constexpr int kRowBlock = 6;
 #elif defined(__AVX__)
 constexpr int kNativeLanes = 8;
 constexpr int kRowBlock = 1;  // 16 registers: 4 tokens x 2 parts already take half
@@ -125,6 +128,38 @@ inline void dot_block_4x4(const float* const* w, const float* const* x, int64_t 
   const __m512 result = reduce16(acc);
   _mm512_storeu_ps(out, result);
 }
+
+// dot_block_4x4 for six weight rows: rows 0-3 reduced as there, rows 4-5 by a
+// second reduce16 whose other eight inputs are zero (each result's tree is its own
+// lanes', so the bits are the same). out[t * 4 + r] for rows 0-3, out[16 + t * 4 +
+// r - 4] for rows 4-5 (lanes 16 + t * 4 + 2, 3 unused).
+inline void dot_block_6x4(const float* const* w, const float* const* x, int64_t n, float* out) {
+  __m512 acc[24];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + kDotLanes <= n; k += kDotLanes) {
+    __m512 xv[4];
+    for (int t = 0; t < 4; ++t) xv[t] = _mm512_loadu_ps(x[t] + k);
+    for (int r = 0; r < 6; ++r) {
+      const __m512 wv = _mm512_loadu_ps(w[r] + k);
+      for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_fmadd_ps(wv, xv[t], acc[r * 4 + t]);
+    }
+  }
+  if (k < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - k)) - 1u);
+    __m512 xv[4];
+    for (int t = 0; t < 4; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + k);
+    for (int r = 0; r < 6; ++r) {
+      const __m512 wv = _mm512_maskz_loadu_ps(m, w[r] + k);
+      for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_mask3_fmadd_ps(wv, xv[t], acc[r * 4 + t], m);
+    }
+  }
+  __m512 first[16], second[16];
+  for (int i = 0; i < 16; ++i) first[i] = acc[i];
+  for (int i = 0; i < 16; ++i) second[i] = i < 8 ? acc[16 + i] : _mm512_setzero_ps();
+  _mm512_storeu_ps(out, reduce16(first));
+  _mm512_storeu_ps(out + 16, reduce16(second));
+}
 #endif
 
 // Weight rows [o, o + Rows) against the tile's tokens, Tokens-wide and then one by one.
@@ -142,6 +177,16 @@ void rows_times_tokens(const FloatMatmulArgs& a, int64_t o, int64_t t_begin, int
       float by_token[16];
       dot_block_4x4(w, xs, a.n, by_token);
       for (int i = 0; i < kMicroTokens; ++i) std::memcpy(a.y + (t + i) * a.y_stride + o, by_token + i * 4, 4 * sizeof(float));
+      continue;
+    }
+    if constexpr (Rows == 6 && kMicroTokens == 4) {
+      float by_token[32];
+      dot_block_6x4(w, xs, a.n, by_token);
+      for (int i = 0; i < kMicroTokens; ++i) {
+        float* y = a.y + (t + i) * a.y_stride + o;
+        std::memcpy(y, by_token + i * 4, 4 * sizeof(float));
+        std::memcpy(y + 4, by_token + 16 + i * 4, 2 * sizeof(float));
+      }
       continue;
     }
 #endif
@@ -162,8 +207,11 @@ void float_tile(const FloatMatmulArgs& a, int64_t t_begin, int64_t t_end, int64_
   int64_t o = o_begin;
   // Blocks of rows pay where several tokens reuse them; a decode tile (fewer tokens
   // than a micro tile) streams row by row, which measured faster.
-  if (t_end - t_begin >= kMicroTokens)
+  if (t_end - t_begin >= kMicroTokens) {
     for (; o + kRowBlock <= o_end; o += kRowBlock) rows_times_tokens<kRowBlock>(a, o, t_begin, t_end, scratch);
+    if constexpr (kRowBlock > 4)
+      for (; o + 4 <= o_end; o += 4) rows_times_tokens<4>(a, o, t_begin, t_end, scratch);
+  }
   for (; o < o_end; ++o) rows_times_tokens<1>(a, o, t_begin, t_end, scratch);
 }
 

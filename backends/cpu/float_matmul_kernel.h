@@ -29,7 +29,7 @@ struct FloatMatmulArgs {
 };
 
 // Weight rows widened at once (and rows of scratch a tile needs).
-inline constexpr int kFloatScratchRows = 4;
+inline constexpr int kFloatScratchRows = 6;
 
 // scratch: kFloatScratchRows * n floats (the widened weight rows; unused for F32 weights).
 using FloatMatmulTile = void (*)(const FloatMatmulArgs& args, int64_t t_begin, int64_t t_end, int64_t o_begin,
