@@ -3,6 +3,7 @@
 // functions have internal linkage so the per-ISA copies never merge at link time.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #if defined(__AVX512F__)
 #include "backends/cpu/reduce16_avx512.h"
 #elif defined(__AVX2__)
@@ -132,8 +133,30 @@ inline void dot_block_4x4(const float* const* w, const float* const* x, int64_t 
 // dot_block_4x4 for six weight rows: rows 0-3 reduced as there, rows 4-5 by a
 // second reduce16 whose other eight inputs are zero (each result's tree is its own
 // lanes', so the bits are the same). out[t * 4 + r] for rows 0-3, out[16 + t * 4 +
-// r - 4] for rows 4-5 (lanes 16 + t * 4 + 2, 3 unused).
-inline void dot_block_6x4(const float* const* w, const float* const* x, int64_t n, float* out) {
+// r - 4] for rows 4-5 (lanes 16 + t * 4 + 2, 3 unused). Weights are F32 rows (W =
+// float) or F16 rows widened in registers as they are loaded (W = uint16_t): the
+// same values as widening them first (the conversion is exact), without the pass
+// over the rows that widening into scratch costs.
+template <class W>
+inline __m512 load_weights(const W* row, int64_t k) {
+  if constexpr (std::is_same_v<W, float>) {
+    return _mm512_loadu_ps(row + k);
+  } else {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k)));
+  }
+}
+
+template <class W>
+inline __m512 load_weights_masked(const W* row, int64_t k, __mmask16 m) {
+  if constexpr (std::is_same_v<W, float>) {
+    return _mm512_maskz_loadu_ps(m, row + k);
+  } else {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + k));
+  }
+}
+
+template <class W>
+inline void dot_block_6x4(const W* const* w, const float* const* x, int64_t n, float* out) {
   __m512 acc[24];
   for (__m512& a : acc) a = _mm512_setzero_ps();
   int64_t k = 0;
@@ -141,7 +164,7 @@ inline void dot_block_6x4(const float* const* w, const float* const* x, int64_t 
     __m512 xv[4];
     for (int t = 0; t < 4; ++t) xv[t] = _mm512_loadu_ps(x[t] + k);
     for (int r = 0; r < 6; ++r) {
-      const __m512 wv = _mm512_loadu_ps(w[r] + k);
+      const __m512 wv = load_weights(w[r], k);
       for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_fmadd_ps(wv, xv[t], acc[r * 4 + t]);
     }
   }
@@ -150,7 +173,7 @@ inline void dot_block_6x4(const float* const* w, const float* const* x, int64_t 
     __m512 xv[4];
     for (int t = 0; t < 4; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + k);
     for (int r = 0; r < 6; ++r) {
-      const __m512 wv = _mm512_maskz_loadu_ps(m, w[r] + k);
+      const __m512 wv = load_weights_masked(w[r], k, m);
       for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_mask3_fmadd_ps(wv, xv[t], acc[r * 4 + t], m);
     }
   }
@@ -165,8 +188,24 @@ inline void dot_block_6x4(const float* const* w, const float* const* x, int64_t 
 // Weight rows [o, o + Rows) against the tile's tokens, Tokens-wide and then one by one.
 template <int Rows>
 void rows_times_tokens(const FloatMatmulArgs& a, int64_t o, int64_t t_begin, int64_t t_end, float* scratch) {
+#if defined(__AVX512F__)
+  // F16 rows go to the kernel as they are stored (widened in registers) when every
+  // token of the tile is in a micro tile; a tile with single tokens left widens them.
+  const bool f16_direct = Rows == 6 && a.w_dtype == DType::F16 && (t_end - t_begin) % kMicroTokens == 0;
+  const uint16_t* halves[Rows];
+  if (f16_direct)
+    for (int r = 0; r < Rows; ++r) halves[r] = reinterpret_cast<const uint16_t*>(a.w + (o + r) * a.w_stride);
+#endif
   const float* w[Rows];
-  for (int r = 0; r < Rows; ++r) w[r] = weight_row(a, o + r, scratch + r * a.n);
+  for (int r = 0; r < Rows; ++r) {
+#if defined(__AVX512F__)
+    if (f16_direct) {
+      w[r] = nullptr;  // only the micro tiles run, and they read `halves`
+      continue;
+    }
+#endif
+    w[r] = weight_row(a, o + r, scratch + r * a.n);
+  }
   int64_t t = t_begin;
   for (; t + kMicroTokens <= t_end; t += kMicroTokens) {
     const float* xs[kMicroTokens];
@@ -181,7 +220,11 @@ void rows_times_tokens(const FloatMatmulArgs& a, int64_t o, int64_t t_begin, int
     }
     if constexpr (Rows == 6 && kMicroTokens == 4) {
       float by_token[32];
-      dot_block_6x4(w, xs, a.n, by_token);
+      if (f16_direct) {
+        dot_block_6x4(halves, xs, a.n, by_token);
+      } else {
+        dot_block_6x4(w, xs, a.n, by_token);
+      }
       for (int i = 0; i < kMicroTokens; ++i) {
         float* y = a.y + (t + i) * a.y_stride + o;
         std::memcpy(y, by_token + i * 4, 4 * sizeof(float));

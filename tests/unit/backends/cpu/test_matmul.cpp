@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/dequantize.h"
@@ -151,12 +152,13 @@ TEST_CASE("matmul: the F32/F16/BF16 tile of every ISA path equals the scalar pat
   MESSAGE("float matmul paths checked against scalar: " << paths.size() - 1);
   const cpu::FloatMatmulTile reference = cpu::float_matmul_tile(cpu::KernelPath::scalar);
   for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-    for (int64_t in : {7, 100, 300, 576}) {
-      const int64_t out = 19;
+    // 19 and 23 weight rows: blocks of 6 (AVX-512), 4 and single rows.
+    for (const auto [in, out] : {std::pair<int64_t, int64_t>{7, 19}, {100, 23}, {300, 19}, {576, 23}}) {
       std::vector<std::byte> w_bytes = random_weights(dtype, out, in, rng);
       for (int64_t t : {1, 3, 8, 17, 64}) {
         CAPTURE(dtype_name(dtype));
         CAPTURE(in);
+        CAPTURE(out);
         CAPTURE(t);
         const std::vector<float> x = random_floats(rng, static_cast<size_t>(t * in));
         const int64_t row_bytes = in * static_cast<int64_t>(dtype_traits(dtype).block_bytes);
