@@ -29,11 +29,15 @@ void binary_rows(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tenso
   });
 }
 
-// Both through exp_approx.h's logistic, so the MLP's loop vectorizes (libm's expf
-// and tanhf were a tenth of a Gemma 3 decode step).
-float silu(float x) { return x * logistic(x); }
+// libm's expf, on purpose: the models' activations go through a Q8 quantization,
+// where a last-bit change becomes a different rounding step, and a vectorized
+// logistic (below) moved SmolLM2's greedy answers (its "capital of France" became
+// French nonsense). Matching libm's bits in vectors is left for later.
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
-// 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), u = sqrt(2 / pi) (x + 0.044715 x^3).
+// Through exp_approx.h's logistic, so the loop vectorizes (libm's tanhf was a tenth
+// of a Gemma 3 decode step): 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)),
+// u = sqrt(2 / pi) (x + 0.044715 x^3).
 float gelu_tanh(float x) {
   constexpr float kTwoSqrt2OverPi = 1.5957691216057308f;
   return x * logistic(kTwoSqrt2OverPi * (x + 0.044715f * x * x * x));

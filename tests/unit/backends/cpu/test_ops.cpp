@@ -131,6 +131,7 @@ TEST_CASE("ops: swiglu, geglu, add, scale") {
 }
 
 TEST_CASE("ops: swiglu and geglu give an element the same bits in a vector lane and in the scalar tail") {
+  // (swiglu runs libm's expf element by element; geglu is vectorized.)
   // The loop runs 4 (SSE) or more lanes at a time and finishes a row one element at
   // a time: each input is computed once in a long row (its lane) and once alone.
   auto backend = make_cpu_backend(1);
