@@ -7,6 +7,8 @@
 #include "backends/cpu/exp_approx.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_common.h"
+#include "backends/cpu/quant/cpu_features.h"
+#include "backends/cpu/silu_row.h"
 
 namespace sluice::backends::cpu {
 namespace {
@@ -29,11 +31,21 @@ void binary_rows(ThreadPool& pool, const Tensor& a, const Tensor& b, const Tenso
   });
 }
 
-// libm's expf, on purpose: the models' activations go through a Q8 quantization,
-// where a last-bit change becomes a different rounding step, and a vectorized
-// logistic (below) moved SmolLM2's greedy answers (its "capital of France" became
-// French nonsense). Matching libm's bits in vectors is left for later.
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+// SwiGLU keeps libm's expf bits, on purpose: the models' activations go through a
+// Q8 quantization, where a last-bit change becomes a different rounding step, and a
+// vectorized logistic (below) moved SmolLM2's greedy answers (its "capital of
+// France" became French nonsense). silu_row.h computes those bits in vectors.
+SiluRow silu_row() {
+#if defined(SLUICE_X86_KERNELS)
+  switch (active_kernel_path()) {
+    case KernelPath::avx512_vnni: return avx512_silu_row();
+    case KernelPath::avx2:
+    case KernelPath::avx2_vnni: return avx2_silu_row();
+    default: break;
+  }
+#endif
+  return silu_times_row_impl;
+}
 
 // Through exp_approx.h's logistic, so the loop vectorizes (libm's tanhf was a tenth
 // of a Gemma 3 decode step): 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)),
@@ -47,7 +59,11 @@ float gelu_tanh(float x) {
 
 void swiglu(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {
   check_binary(gate, up, out, "swiglu: gate, up, out must be F32 of one shape");
-  binary_rows(pool, gate, up, out, [](float g, float u) { return silu(g) * u; });
+  static const SiluRow row = silu_row();
+  const Rows<const float> gr(gate), ur(up);
+  const Rows<float> outr(out);
+  const int64_t n = gate.cols();
+  for_each_row(pool, gate.rows(), n, [&](int64_t r) { row(gr[r], ur[r], outr[r], n); });
 }
 
 void geglu(ThreadPool& pool, const Tensor& gate, const Tensor& up, const Tensor& out) {

@@ -14,7 +14,10 @@
 #include <vector>
 
 #include "backends/cpu/dequantize.h"
+#include "backends/cpu/exp_approx.h"
 #include "backends/cpu/half.h"
+#include "backends/cpu/quant/cpu_features.h"
+#include "backends/cpu/silu_row.h"
 #include "cpu_test_util.h"
 #include "tests/unit/backends/backend_test_util.h"
 
@@ -162,6 +165,48 @@ TEST_CASE("ops: swiglu and geglu give an element the same bits in a vector lane 
       else backend->swiglu(one.tensor, one_u.tensor, one_out.tensor);
       CHECK(bits_equal(one_out.get(*backend), {lanes[i]}));
     }
+  }
+}
+
+TEST_CASE("ops: SwiGLU's vectorized exp gives libm's expf bits on every path") {
+  // expf_libm_bits either vouches for its result (then it must be std::exp's) or
+  // says to ask libm; the row kernels of every ISA must equal the scalar libm loop.
+  std::mt19937 rng(24);
+  std::uniform_real_distribution<float> wide(-90.0f, 90.0f), narrow(-12.0f, 12.0f);
+  std::vector<float> g;
+  for (int i = 0; i < 400000; ++i) g.push_back(i % 2 ? wide(rng) : narrow(rng));
+  for (float special : {0.0f, -0.0f, 1.0f, -1.0f, 79.9f, -79.9f, 88.0f, -88.0f, 100.0f, -100.0f, 1e-30f, -1e-30f})
+    g.push_back(special);
+  int64_t vouched = 0;
+  for (const float v : g) {
+    int32_t exact = 0;
+    const float f = cpu::expf_libm_bits(-v, &exact);
+    if (exact == 0) continue;
+    ++vouched;
+    if (f != std::exp(-v)) {
+      INFO("x = " << v);
+      CHECK(f == std::exp(-v));
+    }
+  }
+  CHECK(vouched > static_cast<int64_t>(g.size()) * 9 / 10);
+  std::vector<float> u(g.size());
+  for (size_t i = 0; i < u.size(); ++i) u[i] = narrow(rng);
+  std::vector<float> want(g.size());
+  for (size_t i = 0; i < g.size(); ++i) want[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  std::vector<std::pair<const char*, cpu::SiluRow>> rows = {{"portable", cpu::silu_times_row_impl}};
+  for (cpu::KernelPath path : cpu::runnable_kernel_paths()) {
+    if (path == cpu::KernelPath::avx512_vnni) rows.emplace_back("avx512", cpu::avx512_silu_row());
+    if (path == cpu::KernelPath::avx2) rows.emplace_back("avx2", cpu::avx2_silu_row());
+  }
+  MESSAGE("SiLU row kernels checked: " << rows.size());
+  for (const auto& [name, row] : rows) {
+    CAPTURE(name);
+    std::vector<float> y(g.size());
+    row(g.data(), u.data(), y.data(), static_cast<int64_t>(g.size()));
+    CHECK(bits_equal(y, want));
+    std::vector<float> in_place = g;  // y aliasing g, as the MLP calls it
+    row(in_place.data(), u.data(), in_place.data(), static_cast<int64_t>(g.size()));
+    CHECK(bits_equal(in_place, want));
   }
 }
 
