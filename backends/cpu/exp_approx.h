@@ -11,6 +11,15 @@
 namespace sluice::backends::cpu {
 namespace {
 
+// c0 r^n + c1 r^(n-1) + ... + cn by Horner's rule: p = p * r + c, one rounding each
+// (no FMA: the translation units build with -ffp-contract=off).
+template <class T, class... C>
+inline T horner(T r, T c0, C... c) {
+  T p = c0;
+  ((p = p * r + c), ...);
+  return p;
+}
+
 // To about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by a degree-6 Taylor
 // polynomial, 2^n by building the exponent. NaN and x <= -87 give 0.
 // Selects rather than an early return, so the compiler if-converts the loop.
@@ -20,13 +29,7 @@ inline float exp_nonpositive(float x) {
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer, ties to even
   const float n = (x * 1.44269504f + kRound) - kRound;
   const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  const float p = horner(r, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f);
   const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   return in_range ? p * std::bit_cast<float>(bits) : 0.0f;
 }
@@ -44,19 +47,8 @@ inline float expf_libm_bits(float v, int32_t* exact) {
   constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
   const double k = (x * 1.4426950408889634 + kRound) - kRound;
   const double r = (x - k * 0.6931471803691238) - k * 1.9082149292705877e-10;
-  double p = 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  const double p = horner(r, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0,
+                          1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0);
   // 2^k as a float (exact for |k| <= 126), widened exactly.
   const float scale = std::bit_cast<float>(static_cast<uint32_t>(static_cast<int32_t>(k) + 127) << 23);
   const double e = p * static_cast<double>(scale);
