@@ -559,7 +559,8 @@ TEST_CASE("config: a model entry's speculative object") {
 TEST_CASE("config: a draft model for speculative decoding") {
   TempFile good(R"({"models": [{"path": "p.gguf", "speculative": {"method": "draft_model", "model": "d.gguf",
                    "num_speculative_tokens": 3}}]})");
-  const auto& s = load({"--config", good.path()}).models[0].speculative;
+  const Config c = load({"--config", good.path()});
+  const auto& s = c.models[0].speculative;
   CHECK(s.method == "draft_model");
   CHECK(s.model == "d.gguf");
   CHECK(s.num_speculative_tokens == 3);
