@@ -6,8 +6,9 @@ import json
 import openai
 import pytest
 
-from conftest import DEFAULT_MODEL, TINY_MODEL, Daemon, require_model, start_module_daemon
-from http_util import metric, parse_metrics, request
+from conftest import TINY_MODEL, Daemon
+from http_util import request
+from speculative_util import serve_speculative, spec_counters
 
 # Tasks that repeat their input (where prompt lookup finds drafts) and plain chat.
 PROMPTS = [
@@ -24,13 +25,8 @@ PROMPTS = [
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    require_model(DEFAULT_MODEL, "`make model`")
-    config = {"models": [{"path": str(DEFAULT_MODEL), "name": "smol",
-                          "speculative": {"method": "ngram", "num_speculative_tokens": 4,
-                                          "prompt_lookup_min": 2, "prompt_lookup_max": 4}}]}
-    path = tmp_path_factory.mktemp("speculative") / "sluice.json"
-    path.write_text(json.dumps(config))
-    daemon = start_module_daemon("--config", str(path))
+    daemon = serve_speculative(tmp_path_factory, {"method": "ngram", "num_speculative_tokens": 4,
+                                                  "prompt_lookup_min": 2, "prompt_lookup_max": 4})
     yield daemon
     daemon.kill()
 
@@ -38,12 +34,6 @@ def served(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(served):
     return openai.OpenAI(base_url=f"{served.url}/v1", api_key="unused", max_retries=0, timeout=300)
-
-
-def spec_counters(daemon):
-    samples = parse_metrics(request(daemon, "GET", "/metrics")[2].decode())
-    return {name: metric(samples, f"vllm:spec_decode_{name}_total", model_name="smol")
-            for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens")}
 
 
 def chat(client, prompt, speculative, stream=False, **extra):

@@ -8,8 +8,9 @@ import json
 import openai
 import pytest
 
-from conftest import DEFAULT_MODEL, TINY_MODEL, Daemon, require_model, start_module_daemon
-from http_util import metric, parse_metrics, request
+from conftest import DEFAULT_MODEL, TINY_MODEL, Daemon, require_model
+from http_util import request
+from speculative_util import serve_speculative, spec_counters
 
 PROMPTS = [
     "Repeat this text exactly: The quick brown fox jumps over the lazy dog.",
@@ -20,15 +21,10 @@ PROMPTS = [
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    require_model(DEFAULT_MODEL, "`make model`")
     # The target as its own draft: the same weights give the same greedy tokens, so
     # every draft must be accepted (a row's logits do not depend on its step).
-    config = {"models": [{"path": str(DEFAULT_MODEL), "name": "smol",
-                          "speculative": {"method": "draft_model", "model": str(DEFAULT_MODEL),
-                                          "num_speculative_tokens": 3}}]}
-    path = tmp_path_factory.mktemp("draft") / "sluice.json"
-    path.write_text(json.dumps(config))
-    daemon = start_module_daemon("--config", str(path))
+    daemon = serve_speculative(tmp_path_factory, {"method": "draft_model", "model": str(DEFAULT_MODEL),
+                                                  "num_speculative_tokens": 3})
     yield daemon
     daemon.kill()
 
@@ -36,12 +32,6 @@ def served(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(served):
     return openai.OpenAI(base_url=f"{served.url}/v1", api_key="unused", max_retries=0, timeout=300)
-
-
-def spec_counters(daemon):
-    samples = parse_metrics(request(daemon, "GET", "/metrics")[2].decode())
-    return {name: metric(samples, f"vllm:spec_decode_{name}_total", model_name="smol")
-            for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens")}
 
 
 def chat(client, prompt, speculative, **extra):
