@@ -25,10 +25,7 @@ constexpr int kMicroTokens = 4;  // activation rows sharing each load of the wei
 // 16 lanes of dot.h are held as kParts native vectors.
 #if defined(__AVX512F__)
 constexpr int kNativeLanes = 16;
-// Weight rows sharing each activation load: 24 accumulators of 32 registers. Six
-// rather than four: a prompt's activation rows come from L2 (a tile of them is
-// hundreds of KiB), and each load of them now feeds six rows' FMAs.
-constexpr int kRowBlock = 6;
+constexpr int kRowBlock = 6;  // weight rows sharing each activation load (dot_block_x4)
 #elif defined(__AVX__)
 constexpr int kNativeLanes = 8;
 constexpr int kRowBlock = 1;  // 16 registers: 4 tokens x 2 parts already take half
@@ -100,43 +97,9 @@ inline void dot_block(const float* const* w, const float* const* x, int64_t n, f
 }
 
 #if defined(__AVX512F__)
-// dot_block<4, 4> with the sixteen reductions in vectors (reduce16_avx512.h; the
-// tail with masked fused multiply-adds that leave the other lanes alone): the same
-// bits. A short row (576 elements: 36 steps) would otherwise spend as long in the
-// scalar reductions as in its FMAs. out[t * 4 + r] = w[r] · x[t].
-inline void dot_block_4x4(const float* const* w, const float* const* x, int64_t n, float* out) {
-  __m512 acc[16];
-  for (__m512& a : acc) a = _mm512_setzero_ps();
-  int64_t k = 0;
-  for (; k + kDotLanes <= n; k += kDotLanes) {
-    __m512 xv[4];
-    for (int t = 0; t < 4; ++t) xv[t] = _mm512_loadu_ps(x[t] + k);
-    for (int r = 0; r < 4; ++r) {
-      const __m512 wv = _mm512_loadu_ps(w[r] + k);
-      for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_fmadd_ps(wv, xv[t], acc[r * 4 + t]);
-    }
-  }
-  if (k < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - k)) - 1u);
-    __m512 xv[4];
-    for (int t = 0; t < 4; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + k);
-    for (int r = 0; r < 4; ++r) {
-      const __m512 wv = _mm512_maskz_loadu_ps(m, w[r] + k);
-      for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_mask3_fmadd_ps(wv, xv[t], acc[r * 4 + t], m);
-    }
-  }
-  // acc[r * 4 + t] ends in lane 4t + r.
-  const __m512 result = reduce16(acc);
-  _mm512_storeu_ps(out, result);
-}
-
-// dot_block_4x4 for six weight rows: rows 0-3 reduced as there, rows 4-5 by a
-// second reduce16 whose other eight inputs are zero (each result's tree is its own
-// lanes', so the bits are the same). out[t * 4 + r] for rows 0-3, out[16 + t * 4 +
-// r - 4] for rows 4-5 (lanes 16 + t * 4 + 2, 3 unused). Weights are F32 rows (W =
-// float) or F16 rows widened in registers as they are loaded (W = uint16_t): the
-// same values as widening them first (the conversion is exact), without the pass
-// over the rows that widening into scratch costs.
+// Weight rows are F32 (W = float) or F16 widened in registers as they are loaded
+// (W = uint16_t): the same values as widening them first (the conversion is exact),
+// without a pass over the rows into scratch.
 template <class W>
 inline __m512 load_weights(const W* row, int64_t k) {
   if constexpr (std::is_same_v<W, float>) {
@@ -155,15 +118,25 @@ inline __m512 load_weights_masked(const W* row, int64_t k, __mmask16 m) {
   }
 }
 
-template <class W>
-inline void dot_block_6x4(const W* const* w, const float* const* x, int64_t n, float* out) {
-  __m512 acc[24];
+// dot_block<Rows, 4> for 4 or 6 weight rows with the reductions in vectors
+// (reduce16_avx512.h; the tail with masked fused multiply-adds that leave the other
+// lanes alone): the same bits. A short row (576 elements: 36 steps) would otherwise
+// spend as long in the scalar reductions as in its FMAs. Rows 0-3 go through one
+// reduce16, rows 4-5 through a second whose other eight inputs are zero (each
+// result's tree is its own lanes'). out[t * 4 + r] for rows 0-3, out[16 + t * 4 +
+// r - 4] for rows 4-5 (lanes 16 + t * 4 + 2, 3 unused). Six rows: a prompt's
+// activation rows come from L2, so each load of them should feed as many FMAs as
+// 32 registers allow (24 accumulators).
+template <int Rows, class W>
+inline void dot_block_x4(const W* const* w, const float* const* x, int64_t n, float* out) {
+  static_assert(Rows == 4 || Rows == 6);
+  __m512 acc[Rows * 4];
   for (__m512& a : acc) a = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + kDotLanes <= n; k += kDotLanes) {
     __m512 xv[4];
     for (int t = 0; t < 4; ++t) xv[t] = _mm512_loadu_ps(x[t] + k);
-    for (int r = 0; r < 6; ++r) {
+    for (int r = 0; r < Rows; ++r) {
       const __m512 wv = load_weights(w[r], k);
       for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_fmadd_ps(wv, xv[t], acc[r * 4 + t]);
     }
@@ -172,63 +145,55 @@ inline void dot_block_6x4(const W* const* w, const float* const* x, int64_t n, f
     const __mmask16 m = static_cast<__mmask16>((1u << (n - k)) - 1u);
     __m512 xv[4];
     for (int t = 0; t < 4; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + k);
-    for (int r = 0; r < 6; ++r) {
+    for (int r = 0; r < Rows; ++r) {
       const __m512 wv = load_weights_masked(w[r], k, m);
       for (int t = 0; t < 4; ++t) acc[r * 4 + t] = _mm512_mask3_fmadd_ps(wv, xv[t], acc[r * 4 + t], m);
     }
   }
-  __m512 first[16], second[16];
-  for (int i = 0; i < 16; ++i) first[i] = acc[i];
-  for (int i = 0; i < 16; ++i) second[i] = i < 8 ? acc[16 + i] : _mm512_setzero_ps();
-  _mm512_storeu_ps(out, reduce16(first));
-  _mm512_storeu_ps(out + 16, reduce16(second));
+  // acc[r * 4 + t] ends in lane 4t + r of its reduce16.
+  __m512 group[16];
+  for (int i = 0; i < 16; ++i) group[i] = acc[i];
+  _mm512_storeu_ps(out, reduce16(group));
+  if constexpr (Rows == 6) {
+    for (int i = 0; i < 16; ++i) group[i] = i < 8 ? acc[16 + i] : _mm512_setzero_ps();
+    _mm512_storeu_ps(out + 16, reduce16(group));
+  }
 }
 #endif
 
 // Weight rows [o, o + Rows) against the tile's tokens, Tokens-wide and then one by one.
 template <int Rows>
 void rows_times_tokens(const FloatMatmulArgs& a, int64_t o, int64_t t_begin, int64_t t_end, float* scratch) {
+  // On AVX-512, F16 rows go to the 6-row kernel as they are stored when every token
+  // of the tile is in a micro tile; otherwise (and on other paths) they are widened.
 #if defined(__AVX512F__)
-  // F16 rows go to the kernel as they are stored (widened in registers) when every
-  // token of the tile is in a micro tile; a tile with single tokens left widens them.
   const bool f16_direct = Rows == 6 && a.w_dtype == DType::F16 && (t_end - t_begin) % kMicroTokens == 0;
   const uint16_t* halves[Rows];
   if (f16_direct)
     for (int r = 0; r < Rows; ++r) halves[r] = reinterpret_cast<const uint16_t*>(a.w + (o + r) * a.w_stride);
+#else
+  constexpr bool f16_direct = false;
 #endif
-  const float* w[Rows];
-  for (int r = 0; r < Rows; ++r) {
-#if defined(__AVX512F__)
-    if (f16_direct) {
-      w[r] = nullptr;  // only the micro tiles run, and they read `halves`
-      continue;
-    }
-#endif
-    w[r] = weight_row(a, o + r, scratch + r * a.n);
-  }
+  const float* w[Rows] = {};
+  if (!f16_direct)
+    for (int r = 0; r < Rows; ++r) w[r] = weight_row(a, o + r, scratch + r * a.n);
   int64_t t = t_begin;
   for (; t + kMicroTokens <= t_end; t += kMicroTokens) {
     const float* xs[kMicroTokens];
     float out[Rows][kMicroTokens];
     for (int i = 0; i < kMicroTokens; ++i) xs[i] = a.x + (t + i) * a.x_stride;
 #if defined(__AVX512F__)
-    if constexpr (Rows == 4 && kMicroTokens == 4) {
-      float by_token[16];
-      dot_block_4x4(w, xs, a.n, by_token);
-      for (int i = 0; i < kMicroTokens; ++i) std::memcpy(a.y + (t + i) * a.y_stride + o, by_token + i * 4, 4 * sizeof(float));
-      continue;
-    }
-    if constexpr (Rows == 6 && kMicroTokens == 4) {
+    if constexpr ((Rows == 4 || Rows == 6) && kMicroTokens == 4) {
       float by_token[32];
       if (f16_direct) {
-        dot_block_6x4(halves, xs, a.n, by_token);
+        dot_block_x4<Rows>(halves, xs, a.n, by_token);
       } else {
-        dot_block_6x4(w, xs, a.n, by_token);
+        dot_block_x4<Rows>(w, xs, a.n, by_token);
       }
       for (int i = 0; i < kMicroTokens; ++i) {
         float* y = a.y + (t + i) * a.y_stride + o;
         std::memcpy(y, by_token + i * 4, 4 * sizeof(float));
-        std::memcpy(y + 4, by_token + 16 + i * 4, 2 * sizeof(float));
+        if constexpr (Rows == 6) std::memcpy(y + 4, by_token + 16 + i * 4, 2 * sizeof(float));
       }
       continue;
     }
