@@ -132,7 +132,7 @@ struct Config {
   int max_num_batched_tokens = 2048;       // tokens per engine step
   // Prompt tokens one step takes while sequences decode in it (0: max_num_batched_tokens):
   // bounds the inter-token latency of streams while long prompts arrive.
-  int max_prefill_tokens_while_decoding = -1;  // -1: the backend's (engine::prefill_cap_while_decoding)
+  int max_prefill_tokens_while_decoding = -1;  // -1: the backend's (engine::prefill_cap_while_decoding, paces_prefill)
   int max_waiting = 256;                   // queued sequences beyond which requests get 429
   int max_waiting_per_request = 0;         // sequences one request may queue; 0: a quarter of max_waiting
   bool enable_prefix_caching = true;

@@ -354,8 +354,8 @@ std::vector<OptionSpec> build_table() {
   table.push_back(integer_option("max_prefill_tokens_while_decoding", &Config::max_prefill_tokens_while_decoding, -1,
                                  1 << 20, "INT", engine,
                                  "Most prompt tokens one engine step takes while sequences decode in it, so long "
-                                 "prompts stall no stream for long (-1: 64 on the CPU, 256 on a GPU; "
-                                 "0: max_num_batched_tokens)"));
+                                 "prompts stall no stream for long (-1: on the CPU, paced to about one decode "
+                                 "step's time, measured; 256 on a GPU; 0: max_num_batched_tokens)"));
   table.push_back(integer_option("max_waiting", &Config::max_waiting, 1, 1 << 20, "UINT", engine,
                                  "Queued sequences per model beyond which requests get 429"));
   table.push_back(integer_option("max_waiting_per_request", &Config::max_waiting_per_request, 0, 1 << 20, "UINT",

@@ -21,7 +21,11 @@ SubmitResult rejected(std::string message, std::string param) { return submit_re
 
 int64_t prefill_cap_while_decoding(int64_t configured, backends::DeviceKind device) {
   if (configured >= 0) return configured;
-  return device == backends::DeviceKind::cpu ? 64 : 256;
+  return device == backends::DeviceKind::cpu ? 32 : 256;
+}
+
+bool paces_prefill(int64_t configured, backends::DeviceKind device) {
+  return configured < 0 && device == backends::DeviceKind::cpu;
 }
 
 Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config, EngineObserver* observer)
@@ -96,6 +100,8 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   sc.kv = BlockPoolConfig{.num_blocks = num_blocks_, .block_size = config_.block_size,
                           .enable_prefix_caching = config_.enable_prefix_caching};
   scheduler_ = std::make_unique<Scheduler>(sc);
+  if (paces_prefill(config_.max_prefill_tokens_while_decoding, model_.backend().device()))
+    prefill_pacer_.emplace(sc.max_prefill_tokens_while_decoding, kMinPacedPrefillTokens, sc.max_num_batched_tokens);
   if (config_.kv_events != nullptr) scheduler_->record_kv_events(&kv_event_log_);
   // One sampler (scratch sized to the vocabulary) per host thread that samples rows;
   // in the device's draw order where the device samples (sampler.h: DrawOrder).
@@ -358,6 +364,7 @@ void Engine::loop_steps() {
     }
     shell_.begin_step();
     if (drafter_) propose_drafts();
+    if (prefill_pacer_) scheduler_->set_max_prefill_tokens_while_decoding(prefill_pacer_->cap());
     ScheduledStep step = scheduler_->schedule(Clock::now());
     shell_.set_num_waiting(scheduler_->num_waiting());
     for (const SequencePtr& seq : step.finished) {  // aborted or timed out
@@ -384,7 +391,16 @@ void Engine::loop_steps() {
       std::optional<ComputeTurns::Turn> turn;
       if (config_.compute_turns != nullptr) turn.emplace(*config_.compute_turns);
       step_constrained_rows_ = 0;
+      const Clock::time_point started = Clock::now();
       run_step(step);
+      if (prefill_pacer_) {
+        int64_t decode_rows = 0;
+        int64_t prompt_tokens = 0;
+        for (const ScheduledSequence& scheduled : step.seqs)
+          (scheduled.decodes ? decode_rows : prompt_tokens) += scheduled.num_new_tokens;
+        prefill_pacer_->observe(decode_rows, prompt_tokens,
+                                std::chrono::duration<double>(Clock::now() - started).count());
+      }
     } catch (const std::exception& e) {
       fail_step(step, e.what());
     } catch (...) {

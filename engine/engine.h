@@ -35,6 +35,7 @@
 #include "engine/kv_events.h"
 #include "engine/model_runner.h"
 #include "engine/models/model.h"
+#include "engine/prefill_pacer.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
@@ -87,11 +88,13 @@ uint64_t automatic_kv_budget(const ModelHparams& hparams, const EngineConfig& co
                              const backends::MemoryInfo& memory);
 
 // The prompt tokens a step takes while sequences decode: `configured` when >= 0,
-// else the backend's default: 64 on the CPU, where a 16-row decode step costs about
-// 30 prompt tokens (16 streamed clients with 1,200-token prompts arriving, on a
-// 2-core AVX2 VM: ITL p99 3.9x p50 with 256, 2.0x with 64), and 256 on a GPU,
+// else the backend's default: on the CPU a cap paced in time (prefill_pacer.h: about
+// one decode step's worth of prompt tokens, measured), starting from 32; 256 on a GPU,
 // whose steps cost little per prompt token.
 int64_t prefill_cap_while_decoding(int64_t configured, backends::DeviceKind device);
+bool paces_prefill(int64_t configured, backends::DeviceKind device);
+// The smallest cap pacing sets: a chunk this small costs little next to any decode step.
+inline constexpr int64_t kMinPacedPrefillTokens = 16;
 
 class Engine {
  public:
@@ -190,6 +193,7 @@ class Engine {
   // --- engine thread only ---
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::optional<PrefillPacer> prefill_pacer_;       // set: the prefill cap follows measured step times
   std::vector<std::unique_ptr<Sampler>> samplers_;  // one per host thread; [0] for device rows
   std::vector<Sequence*> sampling_rows_;             // sample_on_host's reused buffer
   std::vector<grammar::Matcher*> row_matchers_;      // each sampling row's grammar matcher, or null

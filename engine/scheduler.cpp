@@ -154,6 +154,7 @@ void Scheduler::emit(ScheduledStep& step, const SequencePtr& seq, int64_t num_ne
   scheduled.query_start = step.num_batched_tokens;
   const int64_t end = scheduled.start_position + num_new_tokens;
   scheduled.samples = end >= seq->num_tokens() && !seq->is_embedding();
+  scheduled.decodes = seq->is_decoding();
   if (end > seq->num_tokens()) {
     const auto drafts = seq->draft_tokens().first(static_cast<size_t>(end - seq->num_tokens()));
     scheduled.draft_tokens.assign(drafts.begin(), drafts.end());
@@ -182,18 +183,22 @@ ScheduledStep Scheduler::schedule(Clock::time_point now) {
   fair_sort(running_, {}, &history_);
   // While anyone decodes, prompt chunks share a smaller budget of their own.
   const bool has_decoding = std::ranges::any_of(running_, [](const SequencePtr& seq) { return seq->is_decoding(); });
-  int64_t prefill_budget = has_decoding && config_.max_prefill_tokens_while_decoding > 0
-                               ? config_.max_prefill_tokens_while_decoding
-                               : config_.max_num_batched_tokens;
+  const bool capped = has_decoding && config_.max_prefill_tokens_while_decoding > 0;
+  int64_t prefill_budget = capped ? config_.max_prefill_tokens_while_decoding : config_.max_num_batched_tokens;
+  // Under that cap, half of it stays for prompts not yet admitted: otherwise a long
+  // prompt's chunks would take it all, step after step, and a short request arriving
+  // behind it would wait until the whole long prompt was computed.
+  const int64_t newcomer_reserve = capped && !waiting_.empty() ? prefill_budget / 2 : 0;
   std::vector<std::pair<SequencePtr, int64_t>> planned;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     const SequencePtr seq = running_[i];
     const bool is_prefill = !seq->is_decoding();
-    if (is_prefill && prefill_budget == 0) {
+    if (is_prefill && prefill_budget - newcomer_reserve <= 0) {
       ++i;  // keeps its blocks; goes on next step
       continue;
     }
-    int64_t n = chunk(*seq, seq->num_computed_tokens(), is_prefill ? std::min(budget, prefill_budget) : budget);
+    int64_t n = chunk(*seq, seq->num_computed_tokens(),
+                      is_prefill ? std::min(budget, prefill_budget - newcomer_reserve) : budget);
     SLUICE_CHECK(n > 0, "a running sequence with nothing to compute");
     bool still_running = true;
     while (!pool_.allocate_slots(*seq, n)) {

@@ -60,6 +60,7 @@ struct ScheduledSequence {
   int64_t num_new_tokens = 0;        // tokens computed this step
   int64_t query_start = 0;           // offset of its tokens in the step's flat arrays
   bool samples = false;              // the chunk reaches the last token: sample one (never an embedding)
+  bool decodes = false;              // its newest token (and drafts), not a prompt chunk or a recompute
   std::vector<int32_t> block_table;  // snapshot, covers start_position + num_new_tokens
   // Speculative decoding: the drafted tokens this step computes after the sequence's
   // last token (the chunk's tail). Each of the chunk's last 1 + draft_tokens.size()
@@ -154,6 +155,8 @@ class Scheduler {
   // KV-cache events of the pool into *log (BlockPool::record_events).
   void record_kv_events(std::vector<KvCacheEvent>* log) { pool_.record_events(log); }
   const SchedulerConfig& config() const { return config_; }
+  // The engine's pacing (prefill_pacer.h) moves this cap between steps.
+  void set_max_prefill_tokens_while_decoding(int64_t cap) { config_.max_prefill_tokens_while_decoding = cap; }
   SchedulerStats stats() const;
 
  private:

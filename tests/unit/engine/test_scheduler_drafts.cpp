@@ -157,8 +157,36 @@ TEST_CASE("while sequences decode, prompt chunks share max_prefill_tokens_while_
   CHECK(plain.schedule().num_batched_tokens == 31);  // the whole prompt at once
 }
 
-TEST_CASE("the prefill cap while decoding: a configured value, else 64 on the CPU and 256 on a GPU") {
-  CHECK(prefill_cap_while_decoding(-1, backends::DeviceKind::cpu) == 64);
+TEST_CASE("under the prefill cap, a long prompt's chunks leave half of it to prompts arriving behind it") {
+  SchedulerConfig config = config_of(64, 512);
+  config.max_prefill_tokens_while_decoding = 8;
+  Scheduler scheduler(config);
+  const SequencePtr a = make_seq("a", 4);
+  REQUIRE(scheduler.add(a).ok());
+  prefill(scheduler, a);
+  const SequencePtr b = make_seq("b", 100, 50);
+  REQUIRE(scheduler.add(b).ok());
+  ScheduledStep step = scheduler.schedule();  // nobody else waits: b takes the whole cap
+  REQUIRE(step.seqs.size() == 2);
+  CHECK(step.seqs[1].num_new_tokens == 8);
+  scheduler.update(step, std::vector<int32_t>{7});
+
+  const SequencePtr c = make_seq("c", 3, 90);
+  REQUIRE(scheduler.add(c).ok());
+  step = scheduler.schedule();
+  REQUIRE(step.seqs.size() == 3);  // a decodes, b gets half the cap, c is admitted whole
+  CHECK(step.seqs[1].seq == b);
+  CHECK(step.seqs[1].num_new_tokens == 4);
+  CHECK(step.seqs[2].seq == c);
+  CHECK(step.seqs[2].num_new_tokens == 3);
+  CHECK(step.seqs[2].samples);
+}
+
+TEST_CASE("the prefill cap while decoding: a configured value, else paced from 32 on the CPU and 256 on a GPU") {
+  CHECK(prefill_cap_while_decoding(-1, backends::DeviceKind::cpu) == 32);
+  CHECK(paces_prefill(-1, backends::DeviceKind::cpu));
+  CHECK_FALSE(paces_prefill(-1, backends::DeviceKind::cuda));
+  CHECK_FALSE(paces_prefill(64, backends::DeviceKind::cpu));  // a configured cap stays fixed
   CHECK(prefill_cap_while_decoding(-1, backends::DeviceKind::cuda) == 256);
   CHECK(prefill_cap_while_decoding(0, backends::DeviceKind::cpu) == 0);  // no cap
   CHECK(prefill_cap_while_decoding(100, backends::DeviceKind::cuda) == 100);
