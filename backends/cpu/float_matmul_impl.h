@@ -12,6 +12,7 @@
 
 #include "backends/cpu/float_matmul_kernel.h"
 #include "backends/cpu/half.h"
+#include "backends/cpu/prefetch.h"
 #include "backends/cpu/vector_load.h"
 #include "backends/cpu/dot.h"
 
@@ -220,7 +221,13 @@ void float_tile(const FloatMatmulArgs& a, int64_t t_begin, int64_t t_end, int64_
     if constexpr (kRowBlock > 4)
       for (; o + 4 <= o_end; o += 4) rows_times_tokens<4>(a, o, t_begin, t_end, scratch);
   }
-  for (; o < o_end; ++o) rows_times_tokens<1>(a, o, t_begin, t_end, scratch);
+  // Row by row (decode): the weights stream from L3 or DRAM once per step, so ask for
+  // the row a few ahead before it is needed (prefetch.h has the measurements).
+  const int64_t row_bytes = a.n * (a.w_dtype == DType::F32 ? 4 : 2);
+  for (; o < o_end; ++o) {
+    if (o + kPrefetchRowsAhead < o_end) prefetch_bytes(a.w + (o + kPrefetchRowsAhead) * a.w_stride, row_bytes);
+    rows_times_tokens<1>(a, o, t_begin, t_end, scratch);
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/prefetch.h"
 #include "backends/cpu/quant/act_quantize.h"
 #include "backends/cpu/quant/quant_kernels.h"
 
@@ -102,6 +103,7 @@ void tile(const uint8_t* group, int64_t num_blocks, float offset, const ActBlock
     for (int n = 0; n < N; ++n) acc[n] = _mm256_setzero_ps();
     for (int64_t k = 0; k < num_blocks; ++k) {
       const uint8_t* block = group + k * F::kBlockBytes;
+      if (h == 0) prefetch_ahead<F::kBlockBytes>(block);  // the second half finds the group in L1
       __m256i ch[8];
       decode<Bits>(block, h, ch);
       const __m256 a0 = load_halves(block + F::kScales + 16 * h);

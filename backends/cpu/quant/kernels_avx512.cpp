@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/prefetch.h"
 #include "backends/cpu/quant/act_quantize.h"
 #include "backends/cpu/quant/quant_kernels.h"
 
@@ -77,6 +78,7 @@ void tile(const uint8_t* group, int64_t num_blocks, float offset, const ActBlock
   const __m512 off = _mm512_set1_ps(offset);
   for (int64_t k = 0; k < num_blocks; ++k) {
     const uint8_t* block = group + k * F::kBlockBytes;
+    prefetch_ahead<F::kBlockBytes>(block);
     __m512i ch[8];
     decode<Bits>(block, ch);
     const __m512 a0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + F::kScales)));

@@ -505,7 +505,11 @@ TEST_CASE("config: engine keys are validated") {
 TEST_CASE("config: describe and environment warnings") {
   Config config;
   config.api_keys = {"secret-1", "secret-2"};
-  config.models.push_back({"models/a.gguf", "a", "cpu", 0, "none", {}, {}});
+  sluice::config::ModelConfig model;
+  model.path = "models/a.gguf";
+  model.name = "a";
+  model.backend = "cpu";
+  config.models.push_back(model);
   std::string text = sluice::config::describe(config);
   CHECK(contains(text, "port: 8080\n"));
   CHECK(contains(text, "api_keys: *** (2)"));
