@@ -111,6 +111,17 @@ backends::Tensor Model::run_step(const StepBatch& batch, KvCache& cache, std::sp
 
   const Workspace::Views views = workspace_views(t, r);
   begin_step(views, batch.token_ids, batch.positions, batch.kv_slots, batch.sequences);
+  // Only the logit rows are read after the last layer (unless hidden rows are asked
+  // for): it runs its projections and MLP on them alone (transformer_block.h).
+  if (r < t && batch.hidden_rows.empty()) {
+    if (r > 0) backend_.upload(views.logit_rows, bytes_of(batch.logit_rows));
+    const OutputRows rows{.ids = views.logit_rows, .hidden = views.final_hidden};
+    run_layers(views, batch.sequences, cache, &rows);
+    if (r == 0) return {};
+    backend_.rms_norm(views.final_hidden, weights_.output_norm, hparams_.norm_eps, views.final_hidden);
+    backend_.matmul(views.final_hidden, weights_.output, views.logits);  // logits [R, vocab]
+    return views.logits;
+  }
   run_layers(views, batch.sequences, cache);
   const backends::Tensor logits = final_logits(batch, views);
   if (!batch.hidden_rows.empty()) download_hidden_rows(batch, views, hidden);
@@ -167,11 +178,11 @@ void Model::reserve_workspace(int64_t max_tokens, int64_t max_logit_rows) {
 }
 
 void Model::run_layers(const Workspace::Views& views, std::span<const backends::SequenceSlice> sequences,
-                       KvCache& cache) {
+                       KvCache& cache, const OutputRows* output_rows) {
   backend_.embed(weights_.token_embd, views.token_ids, views.hidden);  // hidden [T, d]
   if (hparams_.embedding_scale != 1.0f) backend_.scale(views.hidden, hparams_.embedding_scale, views.hidden);
   const StepContext step{backend_, hparams_, arch_, views, sequences};
-  transformer_layers(step, weights_.layers, cache);
+  transformer_layers(step, weights_.layers, cache, output_rows);
 }
 
 // Rows t..rows-1 are padding: token 0 at position 0 with no KV slot (write_kv skips

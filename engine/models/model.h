@@ -18,6 +18,8 @@
 
 namespace sluice::engine {
 
+struct OutputRows;  // transformer_block.h
+
 // One step, on the host. T = token_ids.size(); the rows of a sequence are
 // contiguous and described by its SequenceSlice (query_begin, num_queries,
 // num_cached, block_table). All spans must stay valid during forward().
@@ -83,7 +85,7 @@ class Model {
                   std::span<const int32_t> slots, std::span<const backends::SequenceSlice> sequences);
   Workspace::Views workspace_views(int64_t num_tokens, int64_t num_logit_rows);
   void run_layers(const Workspace::Views& views, std::span<const backends::SequenceSlice> sequences,
-                  KvCache& cache);
+                  KvCache& cache, const OutputRows* output_rows = nullptr);
   backends::Tensor forward_recorded(const StepBatch& batch, KvCache& cache, int64_t rows);
   void apply_final_softcap(std::span<float> logits) const;
 

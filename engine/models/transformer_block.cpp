@@ -4,8 +4,11 @@
 
 namespace sluice::engine {
 
-void attention_block(const StepContext& step, const LayerWeights& w, const backends::KvLayer& cache,
-                     int64_t layer_index) {
+namespace {
+
+// views.attn = attention over the cache for every row of the step, after this step's
+// K/V rows are written into it.
+void attend(const StepContext& step, const LayerWeights& w, const backends::KvLayer& cache, int64_t layer_index) {
   backends::Backend& be = step.backend;
   const ModelHparams& h = step.hparams;
   const Workspace::Views& ws = step.views;
@@ -40,23 +43,60 @@ void attention_block(const StepContext& step, const LayerWeights& w, const backe
   params.softcap = h.attention_softcap;
   const backends::Tensor attn3 = ws.attn.reshape({t, h.num_heads, h.head_dim});  // [T, heads, hd]
   be.attention(q3, cache, step.sequences, params, attn3);
+}
 
-  be.matmul(ws.attn, w.attn_output, ws.branch);  // branch [T, d]
-  if (step.arch.post_norms) be.rms_norm(ws.branch, w.post_attn_norm, eps, ws.branch);
+// branch = attn_output(attn) [, post-normed], for any number of rows.
+void project_attention(const StepContext& step, const LayerWeights& w, const backends::Tensor& attn,
+                       const backends::Tensor& branch) {
+  step.backend.matmul(attn, w.attn_output, branch);
+  if (step.arch.post_norms) step.backend.rms_norm(branch, w.post_attn_norm, step.hparams.norm_eps, branch);
+}
+
+// branch = ffn_down(act(ffn_gate(normed)) * ffn_up(normed)) [, post-normed], for any
+// number of rows; up and gate are scratch.
+void mlp(const StepContext& step, const LayerWeights& w, const backends::Tensor& normed, const backends::Tensor& up,
+         const backends::Tensor& gate, const backends::Tensor& branch) {
+  backends::Backend& be = step.backend;
+  be.gated_mlp(normed, w.ffn_gate, w.ffn_up, step.arch.gelu, up, gate);  // gate := act(gate) * up
+  be.matmul(gate, w.ffn_down, branch);
+  if (step.arch.post_norms) be.rms_norm(branch, w.post_ffw_norm, step.hparams.norm_eps, branch);
+}
+
+// The last layer when only some rows are read after it (OutputRows).
+void last_layer_on_rows(const StepContext& step, const LayerWeights& w, const backends::KvLayer& cache,
+                        int64_t layer_index, const OutputRows& out) {
+  backends::Backend& be = step.backend;
+  const Workspace::Views& ws = step.views;
+  attend(step, w, cache, layer_index);  // every row: its K/V is written for later steps
+  const int64_t r = out.ids.dim(0);
+  if (r == 0) return;
+  const backends::Tensor attn = ws.q.slice(0, r);  // q is spent once attention ran
+  be.embed(ws.attn, out.ids, attn);
+  be.embed(ws.hidden, out.ids, out.hidden);
+  const backends::Tensor branch = ws.branch.slice(0, r);
+  project_attention(step, w, attn, branch);
+  const backends::Tensor normed = ws.normed.slice(0, r);
+  be.add_rms_norm(out.hidden, branch, w.ffn_norm, step.hparams.norm_eps, normed);
+  mlp(step, w, normed, ws.up.slice(0, r), ws.gate.slice(0, r), branch);
+  be.add(out.hidden, branch, out.hidden);
+}
+
+}  // namespace
+
+void attention_block(const StepContext& step, const LayerWeights& w, const backends::KvLayer& cache,
+                     int64_t layer_index) {
+  attend(step, w, cache, layer_index);
+  project_attention(step, w, step.views.attn, step.views.branch);  // branch [T, d]
 }
 
 void mlp_block(const StepContext& step, const LayerWeights& w) {
-  backends::Backend& be = step.backend;
+  // ws.normed holds rms_norm(hidden) * ffn_norm on entry.
   const Workspace::Views& ws = step.views;
-  const float eps = step.hparams.norm_eps;
-
-  // ws.normed holds rms_norm(hidden) * ffn_norm on entry; gate := act(gate) * up.
-  be.gated_mlp(ws.normed, w.ffn_gate, w.ffn_up, step.arch.gelu, ws.up, ws.gate);  // gate [T, f]
-  be.matmul(ws.gate, w.ffn_down, ws.branch);                                       // branch [T, d]
-  if (step.arch.post_norms) be.rms_norm(ws.branch, w.post_ffw_norm, eps, ws.branch);
+  mlp(step, w, ws.normed, ws.up, ws.gate, ws.branch);  // branch [T, d]
 }
 
-void transformer_layers(const StepContext& step, std::span<const LayerWeights> layers, KvCache& cache) {
+void transformer_layers(const StepContext& step, std::span<const LayerWeights> layers, KvCache& cache,
+                        const OutputRows* output_rows) {
   backends::Backend& be = step.backend;
   const Workspace::Views& ws = step.views;
   const float eps = step.hparams.norm_eps;
@@ -64,6 +104,10 @@ void transformer_layers(const StepContext& step, std::span<const LayerWeights> l
   be.rms_norm(ws.hidden, layers.front().attn_norm, eps, ws.normed);
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerWeights& w = layers[i];
+    if (output_rows != nullptr && i + 1 == layers.size()) {
+      last_layer_on_rows(step, w, cache.layer(static_cast<int64_t>(i)), static_cast<int64_t>(i), *output_rows);
+      return;
+    }
     attention_block(step, w, cache.layer(static_cast<int64_t>(i)), static_cast<int64_t>(i));
     be.add_rms_norm(ws.hidden, ws.branch, w.ffn_norm, eps, ws.normed);
     mlp_block(step, w);

@@ -34,8 +34,22 @@ void attention_block(const StepContext& step, const LayerWeights& weights, const
 // branch = ffn_down(act(ffn_gate(normed)) * ffn_up(normed))  [, post-normed]
 void mlp_block(const StepContext& step, const LayerWeights& weights);
 
-// All layers: views.hidden is the residual stream [T, d] on entry and on exit.
+// The rows of a step whose final hidden state is read (the rows that produce logits),
+// when that is fewer than all: the last layer still computes attention for every row
+// (their K/V goes into the cache), then gathers these rows and runs only them through
+// the attention's output projection and the MLP (llama.cpp prunes its output rows the
+// same way). A prompt's rows before the last skip 1/L of the matmuls; a chunk that
+// samples nothing skips them all. Each row's math is unchanged: the same bits.
+struct OutputRows {
+  backends::Tensor ids;     // [R] I32 rows of the step, R >= 0
+  backends::Tensor hidden;  // [R, d] F32: their residual stream after the last layer
+};
+
+// All layers: views.hidden is the residual stream [T, d] on entry and, without
+// output_rows, on exit (with them, output_rows->hidden holds the rows asked for, and
+// views.hidden is left as the last layer's input).
 // Each block's output is added back with the add fused into the next norm.
-void transformer_layers(const StepContext& step, std::span<const LayerWeights> layers, KvCache& cache);
+void transformer_layers(const StepContext& step, std::span<const LayerWeights> layers, KvCache& cache,
+                        const OutputRows* output_rows = nullptr);
 
 }  // namespace sluice::engine
