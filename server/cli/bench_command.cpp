@@ -29,6 +29,7 @@
 #include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/cli/bench_engine.h"
+#include "server/cli/bench_speculation.h"
 #include "server/cli/bench_tts.h"
 
 namespace sluice::server {
@@ -230,6 +231,7 @@ class Bench {
     decode(runner);
     prefill(runner);
     if (file_) serve_streams();
+    if (file_ && !o_.speculative.empty()) speculate();
     if (!o_.json_path.empty()) {
       std::ofstream file(o_.json_path);
       file << report_.dump(2) << '\n';
@@ -424,13 +426,36 @@ class Bench {
                           {"seconds", seconds}, {"tokens_per_second", o_.prompt / seconds}};
   }
 
+  // Speculative decoding on against off (bench_speculation.h).
+  void speculate() {
+    SpeculationBench bench;
+    bench.method = o_.speculative == "draft_model" ? engine::SpeculativeMethod::draft_model
+                                                   : engine::SpeculativeMethod::ngram;
+    bench.num_speculative_tokens = o_.speculative_tokens;
+    bench.draft_model_path = o_.draft_model;
+    bench.streams = o_.streams;
+    bench.generate_tokens = o_.generate;
+    report_["speculative"] = run_speculation_bench(*model_, file_tokenizer(), *backend_, bench);
+  }
+
+  tokenizer::Tokenizer file_tokenizer() const {
+    const std::filesystem::path& path = file_->path();
+    return std::filesystem::is_directory(path) ? tokenizer::Tokenizer::from_hf_dir(path)
+                                               : tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(path));
+  }
+
+  EngineLoad synthetic_load(int streams) const {
+    EngineLoad load;
+    load.streams = streams;
+    load.prompt_tokens = o_.stream_prompt;
+    load.generate_tokens = o_.generate;
+    return load;
+  }
+
   // The engine with S concurrent streams (bench_engine.h): what continuous batching
   // gives a server, without HTTP. Needs the file's tokenizer (detokenization).
   void serve_streams() {
-    const std::filesystem::path& path = file_->path();
-    const tokenizer::Tokenizer tokenizer = std::filesystem::is_directory(path)
-                                               ? tokenizer::Tokenizer::from_hf_dir(path)
-                                               : tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(path));
+    const tokenizer::Tokenizer tokenizer = file_tokenizer();
     std::printf("\nengine    S streams submitted at once to the engine (scheduler, paged KV, sampler), each a\n"
                 "          distinct %d-token prompt, %d tokens out, greedy, EOS ignored; aggregate = all tokens\n"
                 "          generated / time from the first submission to the last token\n",
@@ -439,7 +464,7 @@ class Bench {
                 "TTFT max ms", "steps", "preempted");
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (int streams : o_.streams) {
-      const EngineLoadResult r = run_engine_load(*model_, tokenizer, streams, o_.stream_prompt, o_.generate);
+      const EngineLoadResult r = run_engine_load(*model_, tokenizer, synthetic_load(streams));
       std::printf("  %7d %10.2f %12.1f %14.0f %13.0f %7llu %11llu\n", streams, r.seconds, r.tokens_per_second(),
                   r.ttft_mean_seconds * 1e3, r.ttft_max_seconds * 1e3, static_cast<unsigned long long>(r.steps),
                   static_cast<unsigned long long>(r.preemptions));
@@ -471,8 +496,9 @@ class Bench {
     size_t index = 0;
     for (int streams : o_.streams) {
       const double free_rate = report_["engine"][index++]["tokens_per_second"].get<double>();
-      const EngineLoadResult r = run_engine_load(*model_, tokenizer, streams, o_.stream_prompt, o_.generate,
-                                                 compiled.compiled.grammar);
+      EngineLoad load = synthetic_load(streams);
+      load.grammar = compiled.compiled.grammar;
+      const EngineLoadResult r = run_engine_load(*model_, tokenizer, load);
       std::printf("  %7d %12.1f %12.1f %8.2f\n", streams, r.tokens_per_second(), free_rate,
                   free_rate > 0 ? r.tokens_per_second() / free_rate : 0.0);
       std::fflush(stdout);
@@ -511,6 +537,13 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
                  "With --model: concurrent streams of the engine runs (aggregate tokens/s), comma-separated")
       ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--stream-prompt", o.stream_prompt, "With --model: prompt tokens of each engine stream")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--speculative", o.speculative,
+                 "With --model: also run speculative decoding on against off (ngram, or draft_model with "
+                 "--draft-model) on a repetitive task and on chat, at each --streams count")
+      ->check(CLI::IsMember({"ngram", "draft_model"}));
+  app.add_option("--draft-model", o.draft_model, "The draft model of --speculative draft_model (same tokenizer)");
+  app.add_option("--speculative-tokens", o.speculative_tokens, "Tokens drafted per sequence and step")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--model-shape", o.model_shape, "Model shape preset: " + presets)->capture_default_str();
   app.add_option("--generate", o.generate,
@@ -563,6 +596,9 @@ int run_bench(const BenchOptions& o) {
       spec = loader::random_model_preset(o.model_shape);
     }
     if (o.layers > 0 && file) throw std::invalid_argument("--layers: only for random weights (--model-shape)");
+    if (!o.speculative.empty() && !file) throw std::invalid_argument("--speculative: needs --model");
+    if (o.speculative == "draft_model" && o.draft_model.empty())
+      throw std::invalid_argument("--speculative draft_model: needs --draft-model");
     if (o.layers > 0) spec.hparams.num_layers = o.layers;
     spec.matrix_dtype = parse_dtype(o.dtype, {DType::BF16, DType::F16, DType::F32, DType::Q8_0, DType::Q4_0,
                                               DType::Q4_K, DType::Q6_K}, "--dtype");

@@ -33,6 +33,9 @@ struct BenchOptions {
   int generate = 128;                     // --model: tokens of the one-stream generation run (and per engine stream)
   std::vector<int> streams = {4, 16, 64}; // --model: concurrent streams of the engine runs
   int stream_prompt = 128;                // --model: prompt tokens of each engine stream
+  std::string speculative;                // --model: ngram | draft_model: speculation on against off (bench_speculation.h)
+  std::string draft_model;                // the draft model of --speculative draft_model
+  int speculative_tokens = 4;             // tokens drafted per sequence and step
   uint64_t copy_bytes = uint64_t{1} << 30;  // per copy buffer
   uint64_t seed = 1;
   std::string json_path;                  // empty: no JSON

@@ -58,12 +58,19 @@ class WakeCounter {
 
 }  // namespace
 
-EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenizer& tokenizer, int streams,
-                                 int prompt_tokens, int generate_tokens,
-                                 std::shared_ptr<grammar::CompiledGrammar> grammar) {
+EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineLoad& load) {
   const engine::ModelHparams& h = model.hparams();
-  const int64_t tokens_per_stream = prompt_tokens + generate_tokens;
-  const int64_t blocks_per_stream = (tokens_per_stream + kBlockSize) / kBlockSize;  // + the last token's slot
+  const int streams = load.streams;
+  const int generate_tokens = load.generate_tokens;
+  const std::shared_ptr<grammar::CompiledGrammar>& grammar = load.grammar;
+  int64_t prompt_tokens = load.prompt_tokens;
+  if (!load.prompts.empty()) {
+    prompt_tokens = 0;
+    for (const auto& prompt : load.prompts) prompt_tokens = std::max<int64_t>(prompt_tokens, std::ssize(prompt));
+  }
+  // + the last token's slot, + drafts verified past the end.
+  const int64_t tokens_per_stream = prompt_tokens + generate_tokens + load.speculative.num_speculative_tokens;
+  const int64_t blocks_per_stream = (tokens_per_stream + kBlockSize) / kBlockSize;
   engine::EngineConfig config;
   config.model_name = "bench";
   config.block_size = kBlockSize;
@@ -72,6 +79,7 @@ EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenize
   config.kv_cache_bytes =
       engine::KvCache::bytes_per_block(h, kBlockSize, config.kv_dtype) * static_cast<uint64_t>(blocks_per_stream * streams);
   config.stream_capacity = static_cast<size_t>(generate_tokens) + 16;  // never full, however slow this thread is
+  config.speculative = load.speculative;
 
   const QuietLog quiet;  // the table is the report here
   engine::Engine engine(model, tokenizer, config);
@@ -87,9 +95,10 @@ EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenize
   for (int s = 0; s < streams; ++s) {
     engine::GenerationRequest request;
     request.request_id = "bench-" + std::to_string(s);
-    request.prompt_tokens = prompt_of(s, prompt_tokens, h.vocab_size);
+    request.prompt_tokens = load.prompts.empty() ? prompt_of(s, static_cast<int>(prompt_tokens), h.vocab_size)
+                                                 : load.prompts[static_cast<size_t>(s) % load.prompts.size()];
     request.params.temperature = 0.0f;
-    request.params.ignore_eos = true;
+    request.params.ignore_eos = load.ignore_eos;
     request.params.max_tokens = generate_tokens;
     request.grammar = grammar;
     engine::SubmitResult submitted = engine.submit(std::move(request));
@@ -114,11 +123,15 @@ EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenize
           continue;
         }
         const auto& finish = std::get<engine::ChoiceFinish>(event);
-        const bool grammar_end = grammar && finish.reason == engine::FinishReason::stop;
-        if (finish.reason != engine::FinishReason::length && !grammar_end)
+        const bool may_stop = grammar || !load.ignore_eos;
+        if (finish.reason != engine::FinishReason::length && !(may_stop && finish.reason == engine::FinishReason::stop))
           throw std::runtime_error("bench: stream " + std::to_string(s) + " finished with '" +
                                    std::string(finish.finish_reason()) + "' " + finish.error);
         result.generated_tokens += finish.num_completion_tokens;
+        if (finish.num_completion_tokens > 1) {
+          result.decode_tokens += finish.num_completion_tokens - 1;
+          result.decode_seconds += seconds_between(first_token[static_cast<size_t>(s)], Clock::now());
+        }
         finished[static_cast<size_t>(s)] = true;
         --remaining;
       }
@@ -134,6 +147,9 @@ EngineLoadResult run_engine_load(engine::Model& model, const tokenizer::Tokenize
   const engine::EngineStats stats = engine.stats();
   result.steps = stats.num_steps;
   result.preemptions = stats.num_preemptions;
+  result.num_drafts = stats.speculation.num_drafts;
+  result.num_draft_tokens = stats.speculation.num_draft_tokens;
+  result.num_accepted_tokens = stats.speculation.num_accepted_tokens;
   engine.stop();
   return result;
 }

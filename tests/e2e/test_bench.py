@@ -86,8 +86,33 @@ def test_a_model_file_adds_generation_and_engine_streams(tmp_path):
     assert quantized["generate"]["weight_bytes_per_token"] < report["generate"]["weight_bytes_per_token"] / 2
 
 
+def test_speculative_on_against_off(tmp_path):
+    out = tmp_path / "spec.json"
+    result = bench("--model", TINY_MODEL, "--backend", "cpu", "--batches", 1, "--context", 16, "--prompt", 16,
+                   "--steps", 1, "--warmup", 0, "--prefill-runs", 1, "--copy-bytes", 1 << 24, "--generate", 12,
+                   "--streams", "1,6", "--stream-prompt", 5, "--speculative", "ngram", "--speculative-tokens", 3,
+                   "--json", out)
+    assert result.returncode == 0, result.stderr
+    assert "speculative  ngram, 3 tokens per step" in result.stdout
+    report = json.loads(out.read_text())["speculative"]
+    assert report["method"] == "ngram" and report["num_speculative_tokens"] == 3
+    assert [(row["task"], row["streams"]) for row in report["rows"]] == [
+        ("repetitive", 1), ("repetitive", 6), ("chat", 1), ("chat", 6)]
+    for row in report["rows"]:
+        # Greedy: speculation changes no token, so both runs stop at the same place.
+        assert row["off_generated_tokens"] == row["on_generated_tokens"] > 0
+        assert positive(row["off_tokens_per_second"]) and positive(row["on_tokens_per_second"])
+        assert 0 <= row["accepted_tokens"] <= row["draft_tokens"]
+    # Above disable_by_batch_size (4) decoding sequences nothing is drafted, except
+    # in the few steps where streams are still starting or already done.
+    one = report["rows"][0]
+    assert one["draft_tokens"] > 0 and one["tokens_per_verify"] >= 1
+
+
 @pytest.mark.parametrize("args, message", [
     (("--model-shape", "gpt-5"), "unknown model shape 'gpt-5'"),
+    (("--speculative", "ngram"), "--speculative: needs --model"),
+    (("--model", TINY_MODEL, "--speculative", "draft_model"), "--speculative draft_model: needs --draft-model"),
     (("--dtype", "q3_k"), "--dtype: 'q3_k' is not one of"),
     (("--backend", "tpu"), "invalid backend 'tpu'"),
 ])
