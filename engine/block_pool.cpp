@@ -152,8 +152,8 @@ void BlockPool::cache_full_blocks(Sequence& seq) {
   const auto tokens = seq.tokens();
   const auto& table = seq.block_table();
   auto& keys = seq.mutable_block_keys();
-  const int64_t num_full = std::min<int64_t>(seq.num_computed_tokens() / config_.block_size,
-                                             static_cast<int64_t>(table.size()));
+  const int64_t num_full = std::min({seq.num_computed_tokens() / config_.block_size,
+                                     static_cast<int64_t>(table.size()), seq.cacheable_tokens() / config_.block_size});
   for (auto j = static_cast<int64_t>(keys.size()); j < num_full; ++j) {
     const uint64_t parent_hash = j ? keys[j - 1].hash : kRootBlockHash;
     const uint64_t parent_id = j ? keys[j - 1].cache_id : 0;

@@ -9,6 +9,7 @@
 // scheduling fields; the engine appends nothing itself (Scheduler::update does).
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -111,6 +112,11 @@ class Sequence {
   // Prompt tokens served from the prefix cache at the first admission.
   int64_t num_cached_tokens() const { return num_cached_tokens_; }
   void set_num_cached_tokens(int64_t n) { num_cached_tokens_ = n; }
+  // Only blocks within the first this-many tokens may enter the prefix cache: for a
+  // speech sequence, whose later "tokens" are codebook-0 ids standing for whole
+  // frames (two frames can share one and differ in the rest), its prompt rows.
+  int64_t cacheable_tokens() const { return cacheable_tokens_; }
+  void set_cacheable_tokens(int64_t n) { cacheable_tokens_ = n; }
 
   // --- fair sharing (fair_order.h) ---
   // The API request this choice is a part of (its prompts and choices share one
@@ -165,6 +171,7 @@ class Sequence {
   uint64_t fair_group_ = 0;
   uint64_t fair_client_ = 0;
   int64_t num_cached_tokens_ = 0;
+  int64_t cacheable_tokens_ = std::numeric_limits<int64_t>::max();
   std::shared_ptr<const Sequence> leader_;
   std::optional<Pooling> embedding_;
   std::shared_ptr<const SamplingParams> params_;

@@ -198,4 +198,46 @@ std::variant<TtsPrompt, PromptError> build_prompt(const TtsConfig& c, const toke
   return prompt;
 }
 
+namespace {
+
+// 64-bit FNV-1a over bytes, then over further values: a stable content hash.
+class ContentHash {
+ public:
+  void add_bytes(const void* data, size_t size) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) h_ = (h_ ^ p[i]) * 0x100000001b3ull;
+  }
+  template <class T>
+  void add(const T& value) {
+    add_bytes(&value, sizeof value);
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+}  // namespace
+
+std::vector<int32_t> prompt_row_keys(const TtsPrompt& prompt, int32_t num_code_groups) {
+  ContentHash speaker;
+  speaker.add_bytes(prompt.speaker_embedding.data(), prompt.speaker_embedding.size() * sizeof(float));
+  std::vector<int32_t> keys;
+  keys.reserve(prompt.rows.size());
+  for (const PromptRow& row : prompt.rows) {
+    ContentHash h;
+    h.add(row.text);
+    h.add(row.codec);
+    h.add(row.speaker ? speaker.value() : uint64_t{0});
+    if (row.ref_frame >= 0) {
+      const auto* codes = prompt.ref_codes.data() + static_cast<size_t>(row.ref_frame) * static_cast<size_t>(num_code_groups);
+      h.add_bytes(codes, static_cast<size_t>(num_code_groups) * sizeof(int32_t));
+    } else {
+      h.add(int32_t{-1});
+    }
+    keys.push_back(static_cast<int32_t>(h.value() >> 33));  // 31 bits: a non-negative id
+  }
+  return keys;
+}
+
 }  // namespace sluice::engine::tts

@@ -68,6 +68,13 @@ struct PromptError {
 std::variant<TtsPrompt, PromptError> build_prompt(const TtsConfig& config, const tokenizer::Tokenizer& tokenizer,
                                                   const PromptRequest& request);
 
+// One id per prompt row that stands for what the row adds (its text and codec ids, the
+// speaker embedding's bytes, the reference frame's codes), for the talker's prefix
+// cache: two requests whose rows agree up to some row hold the same KV there, so the
+// rows of a cloned voice's reference (and of any voice's fixed prefix) are computed
+// once and shared, keyed by their content rather than by token ids. In [0, 2^31).
+std::vector<int32_t> prompt_row_keys(const TtsPrompt& prompt, int32_t num_code_groups);
+
 // The same layout without a tokenizer, for benchmarks on random weights:
 // num_text_tokens made-up text ids, the first speaker (if any), language auto.
 TtsPrompt synthetic_prompt(const TtsConfig& config, int32_t num_text_tokens);

@@ -88,7 +88,7 @@ SpeechEngine::SpeechEngine(const TtsModel& model, CodecDecoder& codec, SpeechEng
   sc.max_num_seqs = config_.max_num_seqs;
   sc.max_waiting = config_.max_waiting;
   sc.max_model_len = max_model_len_;
-  sc.kv = BlockPoolConfig{num_blocks_, config_.block_size, /*enable_prefix_caching=*/false};
+  sc.kv = BlockPoolConfig{num_blocks_, config_.block_size, config_.enable_prefix_caching};
   scheduler_ = std::make_unique<Scheduler>(sc);
   turns_ = config_.compute_turns;
   if (turns_ == nullptr) {
@@ -153,9 +153,11 @@ SubmitResult SpeechEngine::submit(SpeechRequest request) {
   }
   auto params = std::make_shared<SamplingParams>();
   params->max_tokens = max_frames;
-  // Placeholder tokens: the scheduler only counts a speech sequence's rows.
-  active->seq = std::make_shared<Sequence>(request.request_id, std::vector<int32_t>(static_cast<size_t>(num_rows), 0),
+  // A speech sequence's "tokens" are its rows' content keys (prefix cache), then its
+  // codebook-0 ids; only the prompt rows' blocks may be cached (sequence.h).
+  active->seq = std::make_shared<Sequence>(request.request_id, prompt_row_keys(active->prompt, tc.num_code_groups),
                                            params, active->arrival);
+  active->seq->set_cacheable_tokens(num_rows);
   active->seq->set_priority(request.priority);
   const auto deadline = request.deadline
                             ? request.deadline

@@ -20,8 +20,10 @@
 // A sequence's "tokens" are its prompt rows (placeholders: the rows themselves live
 // in the engine's per-request state) followed by its codebook-0 ids; the scheduler
 // only counts them. Row p >= prompt rows is the feedback of frame p - prompt rows,
-// so a preempted sequence recomputes from the frames it keeps. Prefix caching is off
-// (rows are not token ids).
+// so a preempted sequence recomputes from the frames it keeps. Prefix caching keys a
+// prompt row by its content (tts_prompt.h: prompt_row_keys), so requests that share
+// leading rows (a cloned voice's reference transcript and codes, a speaker's fixed
+// prefix) compute them once; blocks past the prompt are never cached.
 //
 // Events on the request's RequestStream (one choice): AudioDelta (24 kHz float PCM,
 // in order, exactly the samples of decoding all frames at once; for an ICL voice
@@ -73,6 +75,7 @@ struct SpeechEngineConfig {
   backends::DType kv_dtype = backends::DType::F16;  // the talker's pool (the code predictor's KV is F32)
   int32_t default_max_frames = 2047;     // frames of a request that names none (capped by the checkpoint)
   int64_t max_decode_frames = 50;        // frames the codec worker decodes in one call at most
+  bool enable_prefix_caching = true;     // share the KV of identical leading prompt rows
   // Shared with the process's other CPU engines (compute_turns.h); null: the engine
   // keeps its own when the talker and the codec are both on the CPU.
   ComputeTurns* compute_turns = nullptr;

@@ -201,6 +201,54 @@ TEST_CASE("an ICL voice clone's audio is the reference and its frames decoded at
   }
   CHECK(primes.decoded == 1);
   CHECK(primes.reused == 1);
+  // The talker's prefix cache (keyed by row content) gave the second request the
+  // first one's prompt rows, all but the last partial block, and its audio above is
+  // still exactly the generator's.
+  wait_until_idle(engine);
+  const EngineStats stats = engine.stats();
+  const auto rows = static_cast<int64_t>(
+      std::get<TtsPrompt>(build_prompt(config, *w.model->tokenizer(), r.prompt)).rows.size());
+  CHECK(stats.num_prefix_cache_hits == static_cast<uint64_t>((rows - 1) / 16 * 16));
+  CHECK(stats.num_prefix_cache_queries == static_cast<uint64_t>(2 * rows));
+}
+
+TEST_CASE("speech prefix cache: rows are keyed by what they add, so only equal leading rows are shared") {
+  World w(kFixtures / "base_small");
+  const TtsConfig& config = w.model->config();
+  TtsRequest r = testing::make_request("A cloned voice speaks.", "", 0.0f, 3, 6);
+  r.prompt.speaker_embedding.assign(static_cast<size_t>(config.talker.embedding_length), 0.01f);
+  TtsPrompt base = std::get<TtsPrompt>(build_prompt(config, *w.model->tokenizer(), r.prompt));
+  const std::vector<int32_t> keys = prompt_row_keys(base, config.num_code_groups);
+  REQUIRE(keys.size() == base.rows.size());
+  for (int32_t key : keys) CHECK(key >= 0);
+  CHECK(prompt_row_keys(base, config.num_code_groups) == keys);  // stable
+
+  // Another speaker embedding changes the speaker row's key and no other.
+  TtsPrompt other = base;
+  other.speaker_embedding[0] = 0.02f;
+  const std::vector<int32_t> other_keys = prompt_row_keys(other, config.num_code_groups);
+  int differing = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    CAPTURE(i);
+    if (keys[i] == other_keys[i]) continue;
+    ++differing;
+    CHECK(base.rows[i].speaker);
+  }
+  CHECK(differing == 1);
+
+  // ICL rows: a reference frame's codes are part of its row's key.
+  r.prompt.ref_text = "The reference says this.";
+  for (int f = 0; f < 4; ++f)
+    for (int32_t g = 0; g < config.num_code_groups; ++g) r.prompt.ref_codes.push_back((f * 5 + g) % 64);
+  TtsPrompt icl = std::get<TtsPrompt>(build_prompt(config, *w.model->tokenizer(), r.prompt));
+  TtsPrompt icl_other = icl;
+  icl_other.ref_codes.back() = (icl_other.ref_codes.back() + 1) % 64;  // the last frame's last code
+  const std::vector<int32_t> a = prompt_row_keys(icl, config.num_code_groups);
+  const std::vector<int32_t> b = prompt_row_keys(icl_other, config.num_code_groups);
+  for (size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK((a[i] == b[i]) == (icl.rows[i].ref_frame != 3));
+  }
 }
 
 TEST_CASE("primed codec cache: a kept stream's clone decodes as the reference decoded again; least recently used out") {
