@@ -18,8 +18,6 @@
 
 #include "backends/backend.h"
 #include "backends/backend_factory.h"
-#include "engine/grammar/grammar_spec.h"
-#include "engine/grammar_tokens.h"
 #include "engine/loader/gguf_file.h"
 #include "engine/synthetic/random_weights.h"
 #include "engine/loader/quantize.h"
@@ -28,7 +26,7 @@
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "server/cli/bench_engine.h"
+#include "server/cli/bench_serving.h"
 #include "server/cli/bench_speculation.h"
 #include "server/cli/bench_tts.h"
 
@@ -230,7 +228,7 @@ class Bench {
     if (file_) generate(runner);
     decode(runner);
     prefill(runner);
-    if (file_) serve_streams();
+    if (file_) run_serving_tables(*model_, file_tokenizer(), o_, report_);
     if (file_ && !o_.speculative.empty()) speculate();
     if (!o_.json_path.empty()) {
       std::ofstream file(o_.json_path);
@@ -442,73 +440,6 @@ class Bench {
     const std::filesystem::path& path = file_->path();
     return std::filesystem::is_directory(path) ? tokenizer::Tokenizer::from_hf_dir(path)
                                                : tokenizer::Tokenizer::from_gguf(loader::GgufFile::open(path));
-  }
-
-  EngineLoad synthetic_load(int streams) const {
-    EngineLoad load;
-    load.streams = streams;
-    load.prompt_tokens = o_.stream_prompt;
-    load.generate_tokens = o_.generate;
-    return load;
-  }
-
-  // The engine with S concurrent streams (bench_engine.h): what continuous batching
-  // gives a server, without HTTP. Needs the file's tokenizer (detokenization).
-  void serve_streams() {
-    const tokenizer::Tokenizer tokenizer = file_tokenizer();
-    std::printf("\nengine    S streams submitted at once to the engine (scheduler, paged KV, sampler), each a\n"
-                "          distinct %d-token prompt, %d tokens out, greedy, EOS ignored; aggregate = all tokens\n"
-                "          generated / time from the first submission to the last token\n",
-                o_.stream_prompt, o_.generate);
-    std::printf("  %7s %10s %12s %14s %13s %7s %11s\n", "streams", "time s", "tokens/s", "TTFT mean ms",
-                "TTFT max ms", "steps", "preempted");
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (int streams : o_.streams) {
-      const EngineLoadResult r = run_engine_load(*model_, tokenizer, synthetic_load(streams));
-      std::printf("  %7d %10.2f %12.1f %14.0f %13.0f %7llu %11llu\n", streams, r.seconds, r.tokens_per_second(),
-                  r.ttft_mean_seconds * 1e3, r.ttft_max_seconds * 1e3, static_cast<unsigned long long>(r.steps),
-                  static_cast<unsigned long long>(r.preemptions));
-      std::fflush(stdout);
-      rows.push_back({{"streams", streams}, {"prompt_tokens", o_.stream_prompt}, {"generate_tokens", o_.generate},
-                      {"seconds", r.seconds}, {"generated_tokens", r.generated_tokens},
-                      {"tokens_per_second", r.tokens_per_second()}, {"ttft_mean_seconds", r.ttft_mean_seconds},
-                      {"ttft_max_seconds", r.ttft_max_seconds}, {"steps", r.steps}, {"preemptions", r.preemptions}});
-    }
-    report_["engine"] = rows;
-    serve_constrained_streams(tokenizer);
-  }
-
-  // The same streams with every output constrained to a JSON schema (structured
-  // outputs): the grammar masks' cost, as a ratio to the unconstrained run above.
-  void serve_constrained_streams(const tokenizer::Tokenizer& tokenizer) {
-    // An array of at least 64 short strings: no stream can finish before its token
-    // limit, and every token is masked.
-    grammar::GrammarSpec spec;
-    spec.kind = grammar::GrammarSpec::Kind::json_schema;
-    spec.text = R"({"type":"array","minItems":64,"items":{"type":"string","maxLength":12}})";
-    grammar::GrammarCache cache(engine::make_token_table(tokenizer, static_cast<int32_t>(model_->hparams().vocab_size)),
-                                1);
-    const grammar::GrammarCache::Lookup compiled = cache.get(spec);
-    std::printf("\nconstrained  the same streams, each output held to the JSON schema %s (compiled in %.1f ms)\n",
-                spec.text.c_str(), compiled.compile_seconds * 1e3);
-    std::printf("  %7s %12s %12s %8s\n", "streams", "tokens/s", "free tok/s", "ratio");
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    size_t index = 0;
-    for (int streams : o_.streams) {
-      const double free_rate = report_["engine"][index++]["tokens_per_second"].get<double>();
-      EngineLoad load = synthetic_load(streams);
-      load.grammar = compiled.compiled.grammar;
-      const EngineLoadResult r = run_engine_load(*model_, tokenizer, load);
-      std::printf("  %7d %12.1f %12.1f %8.2f\n", streams, r.tokens_per_second(), free_rate,
-                  free_rate > 0 ? r.tokens_per_second() / free_rate : 0.0);
-      std::fflush(stdout);
-      rows.push_back({{"streams", streams}, {"tokens_per_second", r.tokens_per_second()},
-                      {"unconstrained_tokens_per_second", free_rate}, {"generated_tokens", r.generated_tokens}});
-    }
-    const grammar::MatcherStats stats = compiled.compiled.grammar->stats();
-    std::printf("  masks: %llu computed, %llu from the cache\n", static_cast<unsigned long long>(stats.masks_computed),
-                static_cast<unsigned long long>(stats.masks_from_cache));
-    report_["constrained"] = rows;
   }
 
   const BenchOptions& o_;

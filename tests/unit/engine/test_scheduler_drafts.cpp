@@ -129,13 +129,24 @@ TEST_CASE("drafts give way before anyone is preempted") {
   CHECK(step.seqs[0].draft_tokens.empty());
 }
 
-TEST_CASE("while sequences decode, prompt chunks share max_prefill_tokens_while_decoding") {
-  SchedulerConfig config = config_of(64, 512);
-  config.max_prefill_tokens_while_decoding = 8;
-  Scheduler scheduler(config);
+// A scheduler capping prompt tokens at 8 while anything decodes, and sequence "a"
+// decoding in it (its prefill ran alone: no cap).
+SequencePtr decoding_under_cap_of_8(Scheduler& scheduler) {
   const SequencePtr a = make_seq("a", 4);
   REQUIRE(scheduler.add(a).ok());
-  prefill(scheduler, a);  // alone: no cap
+  prefill(scheduler, a);
+  return a;
+}
+
+SchedulerConfig capped_at_8() {
+  SchedulerConfig config = config_of(64, 512);
+  config.max_prefill_tokens_while_decoding = 8;
+  return config;
+}
+
+TEST_CASE("while sequences decode, prompt chunks share max_prefill_tokens_while_decoding") {
+  Scheduler scheduler(capped_at_8());
+  const SequencePtr a = decoding_under_cap_of_8(scheduler);
   const SequencePtr b = make_seq("b", 30, 50);
   const SequencePtr c = make_seq("c", 30, 90);
   REQUIRE(scheduler.add(b).ok());
@@ -158,12 +169,8 @@ TEST_CASE("while sequences decode, prompt chunks share max_prefill_tokens_while_
 }
 
 TEST_CASE("under the prefill cap, a long prompt's chunks leave half of it to prompts arriving behind it") {
-  SchedulerConfig config = config_of(64, 512);
-  config.max_prefill_tokens_while_decoding = 8;
-  Scheduler scheduler(config);
-  const SequencePtr a = make_seq("a", 4);
-  REQUIRE(scheduler.add(a).ok());
-  prefill(scheduler, a);
+  Scheduler scheduler(capped_at_8());
+  decoding_under_cap_of_8(scheduler);
   const SequencePtr b = make_seq("b", 100, 50);
   REQUIRE(scheduler.add(b).ok());
   ScheduledStep step = scheduler.schedule();  // nobody else waits: b takes the whole cap
