@@ -41,7 +41,12 @@ SynthesisStats run(TtsGenerator& generator, CodecDecoder& codec, const TtsStarte
     codec.backend().synchronize();
     const Clock::time_point decoded = Clock::now();
     stats.decoder_ms += ms_between(decode_start, decoded);
-    if (stats.frames == 0) stats.first_audio_ms = ms_between(start, decoded);
+    if (stats.frames == 0) {
+      stats.first_audio_ms = ms_between(start, decoded);
+      stats.first_talker_ms = generator.times().talker_ms - before.talker_ms;
+      stats.first_predictor_ms = generator.times().predictor_ms - before.predictor_ms;
+      stats.first_decoder_ms = ms_between(decode_start, decoded);
+    }
     stats.frames += static_cast<int64_t>(pending.size()) / codec.config().num_quantizers;
     pending.clear();
     on_audio(pcm);

@@ -24,6 +24,11 @@ struct SynthesisStats {
   double predictor_ms = 0.0;
   double decoder_ms = 0.0;
   double first_audio_ms = 0.0;  // from the call to the first samples handed out
+  // Where first_audio_ms went: the talker (the prompt's prefill and frame 0's step),
+  // the code predictor (frame 0), and the codec's first decode (that frame alone).
+  double first_talker_ms = 0.0;
+  double first_predictor_ms = 0.0;
+  double first_decoder_ms = 0.0;
   double wall_ms = 0.0;
   double audio_seconds = 0.0;
   // Audio seconds per wall second (> 1: faster than real time).

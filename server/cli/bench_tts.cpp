@@ -112,7 +112,8 @@ int run_tts_bench(const BenchOptions& o) {
     std::printf("  %-22s %10.1f ms/frame\n", "code predictor", s.predictor_ms / frames);
     std::printf("  %-22s %10.1f ms/frame\n", "codec decoder", s.decoder_ms / frames);
     std::printf("  %-22s %10.1f ms/frame (80 ms of audio each)\n", "total", s.wall_ms / frames);
-    std::printf("  %-22s %10.0f ms\n", "first audio", s.first_audio_ms);
+    std::printf("  %-22s %10.0f ms (talker %.0f, code predictor %.0f, codec %.0f)\n", "first audio", s.first_audio_ms,
+                s.first_talker_ms, s.first_predictor_ms, s.first_decoder_ms);
     std::printf("  %-22s %10.2f (audio seconds per wall second; > 1 is faster than real time)\n", "real-time factor",
                 s.real_time_factor());
     nlohmann::ordered_json streams;
@@ -130,6 +131,8 @@ int run_tts_bench(const BenchOptions& o) {
           {"quantize", o.quantize}, {"codec_precision", o.codec_precision}, {"chunk_frames", o.tts_chunk_frames}, {"frames", s.frames}, {"audio_seconds", s.audio_seconds},
           {"talker_ms_per_frame", s.talker_ms / frames}, {"predictor_ms_per_frame", s.predictor_ms / frames},
           {"decoder_ms_per_frame", s.decoder_ms / frames}, {"first_audio_ms", s.first_audio_ms},
+          {"first_audio_talker_ms", s.first_talker_ms}, {"first_audio_predictor_ms", s.first_predictor_ms},
+          {"first_audio_decoder_ms", s.first_decoder_ms},
           {"real_time_factor", s.real_time_factor()}};
       if (!streams.is_null()) report["streams"] = streams;
       std::ofstream(o.json_path) << report.dump(2) << "\n";

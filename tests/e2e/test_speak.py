@@ -137,5 +137,9 @@ def test_bench_tts_on_a_checkpoint_folder(tmp_path):
     assert report["frames"] == 6  # EOS ignored: the run makes exactly the frames asked for
     assert report["audio_seconds"] == pytest.approx(6 * 0.08)
     for key in ("talker_ms_per_frame", "predictor_ms_per_frame", "decoder_ms_per_frame", "first_audio_ms",
-                "real_time_factor"):
+                "real_time_factor", "first_audio_talker_ms", "first_audio_predictor_ms", "first_audio_decoder_ms"):
         assert report[key] > 0, key
+    # The first audio's stages happen one after the other within it.
+    stages = (report["first_audio_talker_ms"] + report["first_audio_predictor_ms"] +
+              report["first_audio_decoder_ms"])
+    assert stages <= report["first_audio_ms"] * 1.001
