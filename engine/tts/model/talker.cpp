@@ -142,11 +142,17 @@ void Talker::forward(const TalkerStep& s, KvCache& cache, std::span<float> logit
   backend_.begin_step(s.sequences, t);
   const Architecture arch = qwen3_architecture();
   const StepContext step{backend_, config_.talker, arch, views, s.sequences};
-  transformer_layers(step, weights_.talker.layers, cache);
-
-  // final_hidden [R, d]: the last row of each sequence, gathered and normed.
+  // final_hidden [R, d]: the last row of each sampling sequence, gathered and normed.
+  // When that is fewer rows than the step (a prompt's prefill), the last layer runs
+  // its projections and MLP on them alone (transformer_block.h; same bits).
   backend_.upload(views.logit_rows, bytes_of(s.logit_rows));
-  backend_.embed(views.hidden, views.logit_rows, views.final_hidden);
+  if (r < t) {
+    const OutputRows rows{.ids = views.logit_rows, .hidden = views.final_hidden};
+    transformer_layers(step, weights_.talker.layers, cache, &rows);
+  } else {
+    transformer_layers(step, weights_.talker.layers, cache);
+    backend_.embed(views.hidden, views.logit_rows, views.final_hidden);
+  }
   backend_.rms_norm(views.final_hidden, weights_.talker.norm, config_.talker.norm_eps, views.final_hidden);
   backend_.matmul(views.final_hidden, weights_.talker.codec_head, views.logits);  // [R, V]
   final_hidden_ = views.final_hidden;
