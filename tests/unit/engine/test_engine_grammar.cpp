@@ -176,7 +176,8 @@ TEST_CASE("a lazy grammar leaves free text free until its trigger, then holds th
   GenerationRequest free_request = constrained("free", 5, nullptr, 30, 11);
   const ChoiceResult unconstrained = run_one(engine, free_request);
   GenerationRequest lazy = constrained("lazy", 5, g, 30, 11);
-  lazy.grammar_trigger = GrammarTrigger{.anywhere = {"<tool_call>"}};
+  lazy.grammar_trigger = GrammarTrigger{};
+  lazy.grammar_trigger->anywhere = {"<tool_call>"};
   REQUIRE(unconstrained.text.find("<tool_call>") == std::string::npos);
   CHECK(run_one(engine, lazy).tokens == unconstrained.tokens);
 
@@ -193,7 +194,8 @@ TEST_CASE("a lazy grammar leaves free text free until its trigger, then holds th
   for (uint64_t seed : {1, 2, 3}) {
     GenerationRequest triggered = constrained("brace" + std::to_string(seed), 7, bounded, 30, seed);
     triggered.params.logit_bias = make_logit_bias({{brace[0], 30.0f}});
-    triggered.grammar_trigger = GrammarTrigger{.anywhere = {"{"}};
+    triggered.grammar_trigger = GrammarTrigger{};
+    triggered.grammar_trigger->anywhere = {"{"};
     const ChoiceResult result = run_one(engine, triggered);
     INFO("seed " << seed << ": " << result.text);
     CHECK(std::regex_match(result.text, std::regex(R"(\{[a-d]{2,8}\})")));
