@@ -183,7 +183,9 @@ class Backend {
   //   out[t, o] = bias[o] + sum_j sum_c w[o, j*Cin + c] * x[t + j*dilation, c]
   // x [T + (k-1)*dilation, Cin]; w [Cout, k*Cin] (PyTorch's [Cout, Cin, k] with the
   // tap moved outward); bias [Cout] F32 or a null view; out [T, Cout], not aliasing x.
-  // A Linear layer with bias is k = 1.
+  // A Linear layer with bias is k = 1. The CPU backend also takes w as
+  // backends/conv_int16.h's I16 rows or conv_panels.h's 3-D F32 panels (here and
+  // in conv_transpose1d).
   virtual void conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) = 0;
   // Depthwise causal conv: out[t, c] = bias[c] + sum_j w[c, j] * x[t + j, c].
   // x [T + k - 1, C]; w [C, k]; bias [C] or null; out [T, C], not aliasing x.

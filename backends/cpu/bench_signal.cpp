@@ -1,8 +1,9 @@
 // The signal ops' half of sluice_bench_ops: the codec decoder's convolutions
 // (reference §1.8.1) at their real shapes, for one 80 ms frame and for 50 frames,
 // printing GFLOP/s (2 multiply-adds counted per weight tap and output element),
-// the convolutions with F32 weights and, beside them, with int16 ones
-// (backends/conv_int16.h) where the backend has them.
+// the convolutions with F32 weights and, beside them, with int16 ones and with F32
+// panels (backends/conv_int16.h, conv_panels.h: the codec's CPU form) where the
+// backend has them.
 #include <functional>
 #include <memory>
 #include <span>
@@ -13,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/conv_int16.h"
+#include "backends/conv_panels.h"
 #include "backends/cpu/bench_ops.h"
 
 namespace sluice::backends::bench {
@@ -83,20 +85,33 @@ Owned make_int16_weight(Backend& backend, int64_t rows, int64_t taps, int64_t ci
   return t;
 }
 
+// Random conv weights [rows, taps * cin] as conv_panels.h's F32 panels.
+Owned make_panel_weight(Backend& backend, int64_t rows, int64_t taps, int64_t cin, std::mt19937& rng) {
+  std::vector<float> values(static_cast<size_t>(rows * taps * cin));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : values) v = dist(rng);
+  const std::vector<float> panels = pack_conv_panels(values, rows, taps, cin);
+  Owned t;
+  t.buffer = backend.allocate(panels.size() * sizeof(float));
+  t.tensor = Tensor::make(t.buffer.get(), 0, DType::F32, {conv_panel_count(rows), taps * cin, kConvPanelColumns});
+  backend.upload(t.tensor, std::as_bytes(std::span(panels)));
+  return t;
+}
+
 }  // namespace
 
 void bench_signal_ops(Backend& backend) {
   std::mt19937 rng(42);
-  const bool int16 = backend.device() == DeviceKind::cpu;  // only the CPU backend has int16 convs
-  std::printf("%-20s %7s %-22s %10s %10s %10s %10s\n", "op", "frames", "x -> out", "ms/call", "GFLOP/s",
-              int16 ? "int16 ms" : "", int16 ? "GFLOP/s" : "");
+  const bool int16 = backend.device() == DeviceKind::cpu;  // only the CPU backend has int16 and panel convs
+  std::printf("%-20s %7s %-22s %10s %10s %10s %10s %10s %10s\n", "op", "frames", "x -> out", "ms/call", "GFLOP/s",
+              int16 ? "int16 ms" : "", int16 ? "GFLOP/s" : "", int16 ? "panels ms" : "", int16 ? "GFLOP/s" : "");
   for (int64_t frames : {1, 50}) {
-    double total_seconds = 0, total_flops = 0, total_int16 = 0;
+    double total_seconds = 0, total_flops = 0, total_int16 = 0, total_panels = 0;
     for (const Shape& s : kShapes) {
       const int64_t rows = s.in_rows * frames;
-      Owned x, w, bias, out, w16;
+      Owned x, w, bias, out, w16, w_panels;
       double flops = 0;
-      std::function<void()> call, call16;
+      std::function<void()> call, call16, call_panels;
       if (s.op == Op::conv1d) {
         x = make_tensor(backend, {rows + (s.taps - 1) * s.param, s.cin}, rng);
         w = make_tensor(backend, {s.cout, s.taps * s.cin}, rng);
@@ -107,6 +122,8 @@ void bench_signal_ops(Backend& backend) {
         if (int16) {
           w16 = make_int16_weight(backend, s.cout, s.taps, s.cin, rng);
           call16 = [&] { backend.conv1d(x.tensor, w16.tensor, bias.tensor, s.param, out.tensor); };
+          w_panels = make_panel_weight(backend, s.cout, s.taps, s.cin, rng);
+          call_panels = [&] { backend.conv1d(x.tensor, w_panels.tensor, bias.tensor, s.param, out.tensor); };
         }
       } else if (s.op == Op::conv_transpose1d) {
         x = make_tensor(backend, {rows + s.taps - 1, s.cin}, rng);
@@ -118,6 +135,8 @@ void bench_signal_ops(Backend& backend) {
         if (int16) {
           w16 = make_int16_weight(backend, s.param * s.cout, s.taps, s.cin, rng);
           call16 = [&] { backend.conv_transpose1d(x.tensor, w16.tensor, bias.tensor, s.param, out.tensor); };
+          w_panels = make_panel_weight(backend, s.param * s.cout, s.taps, s.cin, rng);
+          call_panels = [&] { backend.conv_transpose1d(x.tensor, w_panels.tensor, bias.tensor, s.param, out.tensor); };
         }
       } else if (s.op == Op::snake) {
         x = make_tensor(backend, {rows, s.cin}, rng);
@@ -136,7 +155,8 @@ void bench_signal_ops(Backend& backend) {
       }
       const double per_call = seconds_per_call(call);
       const double per_call16 = call16 ? seconds_per_call(call16) : per_call;
-      if (flops > 0) total_seconds += per_call, total_flops += flops, total_int16 += per_call16;
+      const double per_call_panels = call_panels ? seconds_per_call(call_panels) : per_call;
+      if (flops > 0) total_seconds += per_call, total_flops += flops, total_int16 += per_call16, total_panels += per_call_panels;
       char shape[48];
       std::snprintf(shape, sizeof shape, "[%lld,%lld]->[%lld,%lld]", static_cast<long long>(x.tensor.rows()),
                     static_cast<long long>(s.cin), static_cast<long long>(out.tensor.rows()),
@@ -144,6 +164,7 @@ void bench_signal_ops(Backend& backend) {
       std::printf("%-20s %7lld %-22s %10.3f %10.2f", s.what, static_cast<long long>(frames), shape,
                   per_call * 1e3, flops / per_call * 1e-9);
       if (call16) std::printf(" %10.3f %10.2f", per_call16 * 1e3, flops / per_call16 * 1e-9);
+      if (call_panels) std::printf(" %10.3f %10.2f", per_call_panels * 1e3, flops / per_call_panels * 1e-9);
       std::printf("\n");
     }
     // The convolution rows only. The residual units run each k7 conv three times
@@ -151,7 +172,8 @@ void bench_signal_ops(Backend& backend) {
     // this total is a lower bound of the decoder's conv time, not the decoder itself.
     std::printf("%-20s %7lld %-22s %10.3f %10.2f", "sum of the rows", static_cast<long long>(frames), "",
                 total_seconds * 1e3, total_flops / total_seconds * 1e-9);
-    if (int16) std::printf(" %10.3f %10.2f", total_int16 * 1e3, total_flops / total_int16 * 1e-9);
+    if (int16) std::printf(" %10.3f %10.2f %10.3f %10.2f", total_int16 * 1e3, total_flops / total_int16 * 1e-9,
+                           total_panels * 1e3, total_flops / total_panels * 1e-9);
     std::printf("\n");
   }
 }

@@ -8,6 +8,8 @@
 #include <cstdint>
 
 #include "backends/conv_int16.h"
+#include "backends/conv_panels.h"
+#include "backends/cpu/conv_panel_kernel.h"
 #include "backends/cpu/conv_i16_kernel.h"
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/cpu_buffer.h"
@@ -62,10 +64,11 @@ bool is_vector(const Tensor& t, int64_t n) { return t.dtype == DType::F32 && t.n
 // Runs the conv tile over output rows [0, rows) x columns [0, columns), split
 // into (row tile x column tile) items over the pool: a one-frame call (4 rows at
 // 1536 channels) still has ~100 items for every thread, a long one reuses each
-// weight block across a tile of rows. The split never changes a value.
-template <class Tile, class Args>
+// weight block across a tile of rows. The split never changes a value. The panel
+// tile computes 32 columns x 8 rows at once (conv_panel_kernel_impl.h), so it gets
+// wider column tiles and a multiple of 8 rows.
+template <int64_t kColumnTile = 16, int64_t kRowTile = 64, class Tile, class Args>
 void run_conv(ThreadPool& pool, Tile tile, const Args& args, int64_t rows, int64_t columns) {
-  constexpr int64_t kRowTile = 64, kColumnTile = 16;
   if (rows == 0 || columns == 0) return;
   const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile;
   const int64_t column_tiles = (columns + kColumnTile - 1) / kColumnTile;
@@ -138,6 +141,27 @@ ConvI16Args int16_conv_args(const ConvScratch& s, const Tensor& w, int64_t cin, 
                      .y_stride = y_stride, .period = period, .phase_stride = phase_stride};
 }
 
+// conv_panels.h's F32 [panels, taps * cin, 16], told from backend.h's 2-D weight by its rank.
+bool is_panel_weight(const Tensor& w) { return w.dtype == DType::F32 && w.ndim == 3; }
+
+// The panel weight's taps, its shape checked for `columns` output columns.
+int64_t panel_conv_taps(const Tensor& w, int64_t cin, int64_t columns, const char* what) {
+  SLUICE_CHECK(w.dim(0) == conv_panel_count(columns) && w.dim(2) == kConvPanelColumns && cin % 2 == 0 &&
+                   w.dim(1) % cin == 0,
+               what);
+  return w.dim(1) / cin;
+}
+
+void run_panel_conv(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& w, int64_t taps, int64_t step,
+                    const Tensor& bias, const Tensor& out, int64_t y_stride, int64_t period, int64_t phase_stride,
+                    int64_t rows, int64_t columns) {
+  const ConvPanelArgs args{.x = Rows<const float>(x)[0], .x_stride = float_stride(x), .step = step,
+                           .w = Rows<const float>(w)[0], .cin = x.cols(), .taps = taps,
+                           .bias = bias ? Rows<const float>(bias)[0] : nullptr, .y = Rows<float>(out)[0],
+                           .y_stride = y_stride, .period = period, .phase_stride = phase_stride};
+  run_conv<32, 56>(pool, conv_panel_tile(path), args, rows, columns);
+}
+
 }  // namespace
 
 void activate(ThreadPool& pool, const Tensor& x, Backend::Activation act, const Tensor& out) {
@@ -204,11 +228,20 @@ void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor&
 
 void conv1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, const Tensor& x, const Tensor& w, const Tensor& bias,
             int dilation, const Tensor& out) {
-  SLUICE_CHECK(x.dtype == DType::F32 && (w.dtype == DType::F32 || w.dtype == DType::I16) && out.dtype == DType::F32 &&
-                   x.ndim == 2 && w.ndim == 2 && out.ndim == 2,
-               "conv1d: x, out must be 2-D F32, w 2-D F32 or I16");
-  const int64_t cin = x.cols(), cout = w.dim(0);
+  SLUICE_CHECK(x.dtype == DType::F32 && (w.dtype == DType::F32 || w.dtype == DType::I16) &&
+                   out.dtype == DType::F32 && x.ndim == 2 && (w.ndim == 2 || is_panel_weight(w)) && out.ndim == 2,
+               "conv1d: x, out must be 2-D F32, w 2-D F32 or I16, or F32 panels");
   SLUICE_CHECK(dilation >= 1, "conv1d: dilation must be positive");
+  if (is_panel_weight(w)) {
+    const int64_t cout = out.cols();
+    const int64_t taps = panel_conv_taps(w, x.cols(), cout, "conv1d: panel w must be for Cout columns, Cin even");
+    SLUICE_CHECK(x.rows() == out.rows() + (taps - 1) * dilation,
+                 "conv1d: x must be [T + (k-1)*dilation, Cin] and out [T, Cout]");
+    SLUICE_CHECK(!bias || is_vector(bias, cout), "conv1d: bias must be F32 [Cout]");
+    run_panel_conv(pool, path, x, w, taps, dilation, bias, out, float_stride(out), cout, 0, out.rows(), cout);
+    return;
+  }
+  const int64_t cin = x.cols(), cout = w.dim(0);
   const int64_t taps = w.dtype == DType::I16 ? int16_conv_taps(w, cin, "conv1d: I16 w must be [Cout, k*padded(Cin) + 2]")
                                              : w.cols() / cin;
   SLUICE_CHECK(w.dtype == DType::I16 || w.cols() % cin == 0, "conv1d: w must be [Cout, k*Cin]");
@@ -248,10 +281,21 @@ void depthwise_conv1d(ThreadPool& pool, const Tensor& x, const Tensor& w, const 
 
 void conv_transpose1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, const Tensor& x, const Tensor& w,
                       const Tensor& bias, int stride, const Tensor& out) {
-  SLUICE_CHECK(x.dtype == DType::F32 && (w.dtype == DType::F32 || w.dtype == DType::I16) && out.dtype == DType::F32 &&
-                   x.ndim == 2 && w.ndim == 2 && out.ndim == 2,
-               "conv_transpose1d: x, out must be 2-D F32, w 2-D F32 or I16");
+  SLUICE_CHECK(x.dtype == DType::F32 && (w.dtype == DType::F32 || w.dtype == DType::I16) &&
+                   out.dtype == DType::F32 && x.ndim == 2 && (w.ndim == 2 || is_panel_weight(w)) && out.ndim == 2,
+               "conv_transpose1d: x, out must be 2-D F32, w 2-D F32 or I16, or F32 panels");
   const int64_t cin = x.cols(), cout = out.cols();
+  if (is_panel_weight(w)) {
+    SLUICE_CHECK(stride >= 1, "conv_transpose1d: stride must be positive");
+    const int64_t taps = panel_conv_taps(w, cin, stride * cout,
+                                         "conv_transpose1d: panel w must be for stride*Cout columns, Cin even");
+    SLUICE_CHECK(out.rows() % stride == 0 && x.rows() == out.rows() / stride + taps - 1,
+                 "conv_transpose1d: x must be [T + m - 1, Cin] and out [T*stride, Cout]");
+    SLUICE_CHECK(!bias || is_vector(bias, cout), "conv_transpose1d: bias must be F32 [Cout]");
+    run_panel_conv(pool, path, x, w, taps, 1, bias, out, stride * float_stride(out), cout, float_stride(out),
+                  out.rows() / stride, stride * cout);
+    return;
+  }
   SLUICE_CHECK(stride >= 1 && w.dim(0) == stride * cout, "conv_transpose1d: w must have stride*Cout rows");
   const int64_t taps = w.dtype == DType::I16
                            ? int16_conv_taps(w, cin, "conv_transpose1d: I16 w must be [stride*Cout, m*padded(Cin) + 2]")
@@ -288,6 +332,16 @@ ConvTile conv_tile(KernelPath path) {
 #endif
   (void)path;
   return scalar_conv_tile();
+}
+
+ConvPanelTile conv_panel_tile(KernelPath path) {
+#if defined(SLUICE_X86_KERNELS)
+  if (path == KernelPath::f32) path = runnable_kernel_paths().back();
+  if (path == KernelPath::avx512_vnni) return avx512_conv_panel_tile();
+  if (path != KernelPath::scalar) return avx2_conv_panel_tile();
+#endif
+  (void)path;
+  return scalar_conv_panel_tile();
 }
 
 ConvI16Tile conv_i16_tile(KernelPath path) {

@@ -14,9 +14,14 @@
 #include <vector>
 
 #include "backends/conv_int16.h"
+#include "backends/conv_panels.h"
 #include "tests/unit/backends/backend_test_util.h"
 
 namespace sluice::backends::test {
+
+// How a conv case hands its weights to the backend: backend.h's F32 [rows, k],
+// backends/conv_int16.h's I16 rows, or conv_panels.h's F32 panels.
+enum class ConvWeightForm { f32, int16, panels };
 
 enum class SignalKind { silu, gelu_erf, elu, sigmoid, tanh, sqrt, log, clamp, add_bias, snake, conv1d, depthwise, conv_transpose };
 
@@ -48,7 +53,7 @@ struct SignalCase {
   int64_t taps = 1;   // k of conv1d / depthwise, m = K / stride of conv_transpose1d
   int param = 1;      // dilation of conv1d, stride of conv_transpose1d
   bool has_bias = false;
-  bool int16 = false;  // conv1d / conv_transpose1d: w uploaded in backends/conv_int16.h's I16 form
+  ConvWeightForm conv_weights = ConvWeightForm::f32;  // conv1d / conv_transpose1d
   std::vector<float> w, bias, alpha, inv_beta;
 
   bool is_elementwise() const { return kind <= SignalKind::snake; }
@@ -150,11 +155,14 @@ inline std::vector<float> run_signal(Backend& backend, const SignalCase& c, cons
     const int64_t w_rows = c.kind == SignalKind::depthwise        ? c.cin
                            : c.kind == SignalKind::conv_transpose ? c.param * c.cout
                                                                   : c.cout;
-    if (c.int16) {
-      const int64_t taps = static_cast<int64_t>(c.w.size()) / w_rows / c.cin;
+    const int64_t taps = static_cast<int64_t>(c.w.size()) / w_rows / c.cin;
+    if (c.conv_weights == ConvWeightForm::int16) {
       const std::vector<int16_t> packed = pack_int16_conv_weights(c.w, w_rows, taps, c.cin);
       w = BackendTensor(backend, DType::I16, {w_rows, static_cast<int64_t>(packed.size()) / w_rows});
       w.upload(packed);
+    } else if (c.conv_weights == ConvWeightForm::panels) {
+      w = BackendTensor(backend, DType::F32, {conv_panel_count(w_rows), taps * c.cin, kConvPanelColumns});
+      w.upload(pack_conv_panels(c.w, w_rows, taps, c.cin));
     } else {
       w = BackendTensor(backend, DType::F32, {w_rows, static_cast<int64_t>(c.w.size()) / w_rows});
       w.upload(c.w);
@@ -221,7 +229,9 @@ inline SignalReference signal_reference(const SignalCase& c, const std::vector<f
   auto B = [&](int64_t o) { return c.has_bias ? double(c.bias[size_t(o)]) : 0.0; };
   // A conv output: one FMA rounding per lane step (taps * ceil(cin/16) of them),
   // four for the lane tree, one for the bias: (n + 6) u of the absolute sum to first order.
-  const double conv_rounds = double(c.taps * ((c.cin + 15) / 16) + 8);
+  // Panel weights (conv_panel_kernel.h): one chain, a rounding per product, and the bias.
+  const double conv_rounds = c.conv_weights == ConvWeightForm::panels ? double(c.taps * c.cin + 2)
+                                                                      : double(c.taps * ((c.cin + 15) / 16) + 8);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t o = 0; o < cols; ++o) {
       double v = 0, mag = 0;

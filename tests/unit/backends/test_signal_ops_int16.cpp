@@ -30,7 +30,7 @@ std::vector<SignalCase> int16_cases(std::mt19937& rng) {
   cases.push_back(make_signal_case(SignalKind::conv1d, 1024, 5, 7, 1, true, rng));
   cases.push_back(make_signal_case(SignalKind::conv1d, 96, 1, 7, 1, true, rng));
   cases.push_back(make_signal_case(SignalKind::conv_transpose, 1536, 3, 2, 8, true, rng));
-  for (SignalCase& c : cases) c.int16 = true;
+  for (SignalCase& c : cases) c.conv_weights = ConvWeightForm::int16;
   return cases;
 }
 

@@ -1,0 +1,8 @@
+// conv_panel_kernel_impl.h built for the scalar path (flags in backends/CMakeLists.txt).
+#include "backends/cpu/conv_panel_kernel_impl.h"
+
+namespace sluice::backends::cpu {
+
+ConvPanelTile scalar_conv_panel_tile() { return conv_panel_tile_impl; }
+
+}  // namespace sluice::backends::cpu
