@@ -178,7 +178,7 @@ void CpuBackend::add_bias(const Tensor& x, const Tensor& bias, const Tensor& out
   cpu::add_bias(pool_, x, bias, out);
 }
 void CpuBackend::snake(const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out) {
-  cpu::snake(pool_, x, alpha, inv_beta, out);
+  cpu::snake(pool_, path_, x, alpha, inv_beta, out);
 }
 void CpuBackend::conv1d(const Tensor& x, const Tensor& w, const Tensor& bias, int dilation, const Tensor& out) {
   cpu::conv1d(pool_, path_, conv_scratch_, x, w, bias, dilation, out);

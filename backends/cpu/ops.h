@@ -40,7 +40,7 @@ void softmax(ThreadPool& pool, const Tensor& x, const Tensor& out);
 void activate(ThreadPool& pool, const Tensor& x, Backend::Activation act, const Tensor& out);
 void clamp(ThreadPool& pool, const Tensor& x, float lo, float hi, const Tensor& out);
 void add_bias(ThreadPool& pool, const Tensor& x, const Tensor& bias, const Tensor& out);
-void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out);
+void snake(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out);
 // The int16 convolutions' quantized input rows (backends/conv_int16.h), kept by the
 // backend between calls so a decoder's every conv reuses one allocation.
 struct ConvScratch {

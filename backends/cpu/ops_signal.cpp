@@ -16,6 +16,7 @@
 #include "backends/cpu/dot.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_common.h"
+#include "backends/cpu/snake_row.h"
 
 namespace sluice::backends::cpu {
 namespace {
@@ -34,29 +35,6 @@ void map_rows(ThreadPool& pool, const Tensor& x, const Tensor& out, Fn&& fn) {
     float* yi = outr[r];
     for (int64_t k = 0; k < n; ++k) yi[k] = fn(xi[k], k);
   });
-}
-
-// sin(y)^2 for |y| <= kSinSquaredLimit, written to vectorize (SnakeBeta calls it
-// for every element of the decoder's activations: millions per frame, where a
-// libm sinf per element cost more than the convolutions around it). y is reduced
-// by pi/2 (three-part split whose first two parts have 12 significant bits, so
-// k * part is exact for |k| < 2^12), then sin or cos of the remainder (|r| <= pi/4)
-// by Taylor series to the r^9 / r^10 terms (truncation < 2^-27), the quadrant's
-// parity picking which one is squared. Within 1.5e-7 of sin^2 of the F32 angle
-// (a few ulp of libm's). One translation unit for every path: the same bits.
-constexpr float kSinSquaredLimit = 4096.0f;
-inline float sin_squared(float y) {
-  constexpr float kTwoOverPi = 0x1.45f306p-1f, kRoundToInt = 0x1.8p23f;
-  constexpr float kPio2a = 0x1.92p+0f, kPio2b = 0x1.fb4p-12f, kPio2c = 0x1.4442d2p-24f;
-  const float k = (y * kTwoOverPi + kRoundToInt) - kRoundToInt;  // nearest integer, ties to even
-  const float r = ((y - k * kPio2a) - k * kPio2b) - k * kPio2c;
-  const float r2 = r * r;
-  const float s = r + r * r2 * (-1.0f / 6 + r2 * (1.0f / 120 + r2 * (-1.0f / 5040 + r2 * (1.0f / 362880))));
-  const float c =
-      1.0f + r2 * (-0.5f + r2 * (1.0f / 24 + r2 * (-1.0f / 720 + r2 * (1.0f / 40320 + r2 * (-1.0f / 3628800)))));
-  // The parity as 0 or 1 selects by exact products: no branch, so the loop vectorizes.
-  const float odd = static_cast<float>(static_cast<int32_t>(k) & 1);
-  return odd * (c * c) + (1.0f - odd) * (s * s);
 }
 
 bool is_vector(const Tensor& t, int64_t n) { return t.dtype == DType::F32 && t.ndim == 1 && t.dim(0) == n; }
@@ -192,7 +170,7 @@ void add_bias(ThreadPool& pool, const Tensor& x, const Tensor& bias, const Tenso
   map_rows(pool, x, out, [b](float v, int64_t k) { return v + b[k]; });
 }
 
-void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out) {
+void snake(ThreadPool& pool, KernelPath path, const Tensor& x, const Tensor& alpha, const Tensor& inv_beta, const Tensor& out) {
   check_unary(x, out, "snake: x, out must be F32 of one shape");
   SLUICE_CHECK(is_vector(alpha, x.cols()) && is_vector(inv_beta, x.cols()),
                "snake: alpha, inv_beta must be F32 [channels]");
@@ -201,29 +179,8 @@ void snake(ThreadPool& pool, const Tensor& x, const Tensor& alpha, const Tensor&
   const int64_t n = x.cols();
   const Rows<const float> xr(x);
   const Rows<float> outr(out);
-  for_each_row(pool, x.rows(), n, [&](int64_t r) {
-    const float* xi = xr[r];
-    float* yi = outr[r];
-    // A row with an angle beyond the fast range takes the branchy loop; each
-    // element's value is the same either way.
-    int64_t num_large = 0;
-    for (int64_t c = 0; c < n; ++c) num_large += !(std::fabs(a[c] * xi[c]) <= kSinSquaredLimit);
-    if (num_large == 0) {
-      for (int64_t c = 0; c < n; ++c) yi[c] = xi[c] + ib[c] * sin_squared(a[c] * xi[c]);
-      return;
-    }
-    for (int64_t c = 0; c < n; ++c) {
-      const float angle = a[c] * xi[c];
-      float s2;
-      if (std::fabs(angle) <= kSinSquaredLimit) {
-        s2 = sin_squared(angle);
-      } else {
-        const float s = std::sin(angle);
-        s2 = s * s;
-      }
-      yi[c] = xi[c] + ib[c] * s2;
-    }
-  });
+  const SnakeRow row = snake_row(path);
+  for_each_row(pool, x.rows(), n, [&](int64_t r) { row(xr[r], a, ib, outr[r], n); });
 }
 
 void conv1d(ThreadPool& pool, KernelPath path, ConvScratch& scratch, const Tensor& x, const Tensor& w, const Tensor& bias,
@@ -332,6 +289,16 @@ ConvTile conv_tile(KernelPath path) {
 #endif
   (void)path;
   return scalar_conv_tile();
+}
+
+SnakeRow snake_row(KernelPath path) {
+#if defined(SLUICE_X86_KERNELS)
+  if (path == KernelPath::f32) path = runnable_kernel_paths().back();
+  if (path == KernelPath::avx512_vnni) return avx512_snake_row();
+  if (path != KernelPath::scalar) return avx2_snake_row();
+#endif
+  (void)path;
+  return scalar_snake_row();
 }
 
 ConvPanelTile conv_panel_tile(KernelPath path) {

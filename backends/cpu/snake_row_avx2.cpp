@@ -1,0 +1,8 @@
+// snake_row_impl.h built for the avx2 path (flags in backends/CMakeLists.txt).
+#include "backends/cpu/snake_row_impl.h"
+
+namespace sluice::backends::cpu {
+
+SnakeRow avx2_snake_row() { return snake_row_impl; }
+
+}  // namespace sluice::backends::cpu
