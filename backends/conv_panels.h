@@ -1,6 +1,6 @@
 #pragma once
 // The F32 panel form of the signal convolutions' weights, made at load by the
-// codec decoder's loader (engine/tts/codec/codec_weights.cpp) for the CPU backend,
+// speech models' loaders (upload_conv_weight below) for the CPU backend,
 // whose conv1d and conv_transpose1d take it beside backend.h's [columns, taps * cin]
 // layout: the same F32 values, regrouped so that one 64-byte load gives one input's
 // weights for 16 output columns (backends/cpu/conv_panel_kernel.h: an outer-product
@@ -12,9 +12,12 @@
 //   panels[(p * K + k) * 16 + l] = w[16p + l][k]
 // The third dimension is what tells this form from backend.h's 2-D one.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <vector>
+
+#include "backends/backend.h"
 
 namespace sluice::backends {
 
@@ -33,6 +36,22 @@ inline std::vector<float> pack_conv_panels(std::span<const float> w, int64_t col
       out[static_cast<size_t>((panel * k + i) * kConvPanelColumns + lane)] = w[static_cast<size_t>(c * k + i)];
   }
   return out;
+}
+
+// Uploads a conv weight w [columns, K] (backend.h's layout) into a buffer added to
+// `buffers`: on the CPU as panels where they pay (at least 16 columns, and an even
+// `conv_cin`, the channels of the rows the conv reads), else as it is.
+inline Tensor upload_conv_weight(Backend& backend, std::vector<std::unique_ptr<Buffer>>& buffers,
+                                 std::span<const float> w, int64_t columns, int64_t conv_cin) {
+  const int64_t k = static_cast<int64_t>(w.size()) / columns;
+  const bool panels = backend.device() == DeviceKind::cpu && columns >= kConvPanelColumns && conv_cin % 2 == 0;
+  const std::vector<float> panel_values = panels ? pack_conv_panels(w, columns, 1, k) : std::vector<float>();
+  const std::span<const float> values = panels ? std::span<const float>(panel_values) : w;
+  auto& buffer = buffers.emplace_back(backend.allocate(values.size() * sizeof(float)));
+  const Tensor t = panels ? Tensor::make(buffer.get(), 0, DType::F32, {conv_panel_count(columns), k, kConvPanelColumns})
+                          : Tensor::make(buffer.get(), 0, DType::F32, {columns, k});
+  backend.upload(t, std::as_bytes(values));
+  return t;
 }
 
 }  // namespace sluice::backends

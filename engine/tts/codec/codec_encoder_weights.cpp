@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 
+#include "backends/conv_panels.h"
 #include "engine/loader/load_stop.h"
 
 namespace sluice::engine::tts {
@@ -32,7 +33,9 @@ class Loader {
 
   Tensor plain(const std::string& name, std::initializer_list<int64_t> shape) { return upload(read(name, shape), shape); }
 
-  // PyTorch Conv1d [Cout, Cin, k] -> [Cout, k*Cin], the tap moved outward.
+  // PyTorch Conv1d [Cout, Cin, k] -> [Cout, k*Cin], the tap moved outward (on the
+  // CPU as conv_panels.h's panels; a strided conv reads rows of stride * Cin:
+  // codec_encoder_seanet.cpp).
   EncoderConv conv(const std::string& prefix, int64_t cout, int64_t cin, int64_t kernel, int64_t stride, bool bias) {
     const std::vector<float> w = read(prefix + ".weight", {cout, cin, kernel});
     std::vector<float> packed(w.size());
@@ -40,7 +43,7 @@ class Loader {
       for (int64_t c = 0; c < cin; ++c)
         for (int64_t j = 0; j < kernel; ++j) packed[(o * kernel + j) * cin + c] = w[(o * cin + c) * kernel + j];
     EncoderConv out;
-    out.w = upload(packed, {cout, kernel * cin});
+    out.w = backends::upload_conv_weight(backend_, out_.buffers, packed, cout, stride * cin);
     if (bias) out.bias = plain(prefix + ".bias", {cout});
     out.kernel = kernel;
     out.stride = stride;

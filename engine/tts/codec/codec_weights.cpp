@@ -38,18 +38,11 @@ class Loader {
     return t;
   }
 
-  // A conv weight in backend.h's tap-major layout [rows, taps * cin]: F32, on the
-  // CPU regrouped into conv_panels.h's panels (the same values, a faster tile),
-  // or quantized to conv_int16.h's I16 rows. Panels are skipped where 16 columns
-  // would be mostly padding (the last conv's single output) or an odd Cin leaves
-  // no input pairs.
+  // A conv weight in backend.h's tap-major layout [rows, taps * cin]: F32 (on the
+  // CPU as conv_panels.h's panels: the same values, a faster tile), or quantized to
+  // conv_int16.h's I16 rows.
   Tensor conv_weight(const std::vector<float>& packed, int64_t rows, int64_t taps, int64_t cin) {
-    const bool panels = rows >= backends::kConvPanelColumns && cin % 2 == 0;
-    if (precision_ == CodecPrecision::f32) {
-      if (!panels || backend_.device() != backends::DeviceKind::cpu) return upload(packed, {rows, taps * cin});
-      return upload(backends::pack_conv_panels(packed, rows, taps, cin),
-                    {backends::conv_panel_count(rows), taps * cin, backends::kConvPanelColumns});
-    }
+    if (precision_ == CodecPrecision::f32) return backends::upload_conv_weight(backend_, out_.buffers, packed, rows, cin);
     const std::vector<int16_t> q = backends::pack_int16_conv_weights(packed, rows, taps, cin);
     auto& buffer = out_.buffers.emplace_back(backend_.allocate(q.size() * sizeof(int16_t)));
     const Tensor t = Tensor::make(buffer.get(), 0, DType::I16, {rows, static_cast<int64_t>(q.size()) / rows});
