@@ -1,6 +1,7 @@
 // The signal ops of the codec decoder: activations, clamp, bias, SnakeBeta and the
 // causal convolutions. Every output element is a fixed-order sum over its own
-// window (the convs: conv_kernel.h's order, the same bits on every ISA path), so
+// window (the convs: conv_kernel.h's order, or conv_panel_kernel.h's for weights in
+// conv_panels.h's form; the same bits on every ISA path), so
 // a row's value never depends on how many rows one call computes: decoding a
 // stream chunk by chunk gives the same bits as one whole pass.
 #include <algorithm>
