@@ -20,19 +20,10 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/quant/cpu_features.h"
 #include "tests/unit/backends/cpu/cpu_test_util.h"
+#include "tests/unit/backends/cpu_signal_checks.h"
 #include "tests/unit/backends/signal_ops_cases.h"
 
 namespace sluice::backends::test {
-namespace {
-
-std::vector<std::unique_ptr<Backend>> backends_of_every_path(int num_threads) {
-  std::vector<std::unique_ptr<Backend>> backends;
-  for (cpu::KernelPath path : cpu::runnable_kernel_paths())
-    backends.push_back(std::make_unique<cpu::CpuBackend>(num_threads, path));
-  return backends;
-}
-
-}  // namespace
 
 TEST_CASE("signal ops: every op on every CPU path matches backend.h's formula in double") {
   std::mt19937 rng(11);
@@ -67,22 +58,7 @@ TEST_CASE("signal ops: element-wise ops computed in place equal out of place") {
 
 TEST_CASE("signal ops: chunked streaming equals one whole call bit for bit, on every path and thread count") {
   std::mt19937 rng(13);
-  auto backends = backends_of_every_path(2);
-  backends.push_back(std::make_unique<cpu::CpuBackend>(1, cpu::active_kernel_path()));
-  const int64_t steps = 37;
-  for (const SignalCase& c : signal_test_cases(rng)) {
-    CAPTURE(c.describe());
-    const std::vector<float> x = random_signal_input(c, steps, rng);
-    const std::vector<float> whole_scalar = run_signal(*backends.front(), c, x, steps);
-    for (const auto& backend : backends) {
-      CAPTURE(backend->kernel_path());
-      const std::vector<float> whole = run_signal(*backend, c, x, steps);
-      // Every path gives the scalar path's bits (all CPUs decode alike).
-      CHECK(bits_equal(whole, whole_scalar));
-      CHECK(bits_equal(run_signal_chunked(*backend, c, x, steps, {1}), whole));
-      CHECK(bits_equal(run_signal_chunked(*backend, c, x, steps, {4, 7, 1, 3, 5}), whole));
-    }
-  }
+  check_paths_and_streaming(signal_test_cases(rng), rng, false);
 }
 
 TEST_CASE("signal ops: conv_transpose1d is PyTorch's transposed conv, trailing K - s trimmed, after the repack") {

@@ -15,6 +15,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/quant/cpu_features.h"
 #include "tests/unit/backends/cpu/cpu_test_util.h"
+#include "tests/unit/backends/cpu_signal_checks.h"
 #include "tests/unit/backends/signal_ops_cases.h"
 
 namespace sluice::backends::test {
@@ -48,8 +49,7 @@ double snr_db(const std::vector<float>& got, const std::vector<double>& want) {
 
 TEST_CASE("signal ops int16: convs within 55 dB SNR of backend.h's formula on the F32 weights, every path") {
   std::mt19937 rng(21);
-  std::vector<std::unique_ptr<Backend>> backends;
-  for (cpu::KernelPath path : cpu::runnable_kernel_paths()) backends.push_back(std::make_unique<cpu::CpuBackend>(2, path));
+  const auto backends = backends_of_every_path(2);
   double worst = 1e9;
   for (const SignalCase& c : int16_cases(rng)) {
     CAPTURE(c.describe());
@@ -68,24 +68,7 @@ TEST_CASE("signal ops int16: convs within 55 dB SNR of backend.h's formula on th
 
 TEST_CASE("signal ops int16: every path gives the same bits, and chunked streaming equals one whole call") {
   std::mt19937 rng(22);
-  std::vector<std::unique_ptr<Backend>> backends;
-  for (cpu::KernelPath path : cpu::runnable_kernel_paths()) backends.push_back(std::make_unique<cpu::CpuBackend>(2, path));
-  backends.push_back(std::make_unique<cpu::CpuBackend>(1, cpu::active_kernel_path()));
-  const int64_t steps = 37;
-  for (const SignalCase& c : int16_cases(rng)) {
-    CAPTURE(c.describe());
-    const std::vector<float> x = random_signal_input(c, steps, rng);
-    const std::vector<float> whole_scalar = run_signal(*backends.front(), c, x, steps);
-    for (const auto& backend : backends) {
-      CAPTURE(backend->kernel_path());
-      const std::vector<float> whole = run_signal(*backend, c, x, steps);
-      CHECK(bits_equal(whole, whole_scalar));
-      CHECK(bits_equal(run_signal_chunked(*backend, c, x, steps, {1}), whole));
-      CHECK(bits_equal(run_signal_chunked(*backend, c, x, steps, {4, 7, 1, 3, 5}), whole));
-      // Strided rows give the same values.
-      CHECK(bits_equal(run_signal(*backend, c, x, steps, 3), whole));
-    }
-  }
+  check_paths_and_streaming(int16_cases(rng), rng, true);
 }
 
 }  // namespace sluice::backends::test

@@ -16,6 +16,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/quant/cpu_features.h"
 #include "tests/unit/backends/cpu/cpu_test_util.h"
+#include "tests/unit/backends/cpu_signal_checks.h"
 #include "tests/unit/backends/signal_ops_cases.h"
 
 namespace sluice::backends::test {
@@ -65,38 +66,12 @@ std::vector<float> panel_chain(const SignalCase& c, const std::vector<float>& x,
   return out;
 }
 
-std::vector<std::unique_ptr<Backend>> every_path_backend() {
-  std::vector<std::unique_ptr<Backend>> backends;
-  for (cpu::KernelPath path : cpu::runnable_kernel_paths()) backends.push_back(std::make_unique<cpu::CpuBackend>(2, path));
-  return backends;
-}
-
-void check_paths_and_streaming(const std::vector<SignalCase>& cases, std::mt19937& rng) {
-  auto backends = every_path_backend();
-  backends.push_back(std::make_unique<cpu::CpuBackend>(1, cpu::active_kernel_path()));
-  const int64_t steps = 37;
-  for (const SignalCase& c : cases) {
-    CAPTURE(c.describe());
-    const std::vector<float> x = random_signal_input(c, steps, rng);
-    const std::vector<float> whole_scalar = run_signal(*backends.front(), c, x, steps);
-    for (const auto& backend : backends) {
-      CAPTURE(backend->kernel_path());
-      const std::vector<float> whole = run_signal(*backend, c, x, steps);
-      CHECK(bits_equal(whole, whole_scalar));
-      CHECK(bits_equal(run_signal_chunked(*backend, c, x, steps, {1}), whole));
-      CHECK(bits_equal(run_signal_chunked(*backend, c, x, steps, {4, 7, 1, 3, 5}), whole));
-      // Strided rows give the same values.
-      CHECK(bits_equal(run_signal(*backend, c, x, steps, 3), whole));
-    }
-  }
-}
-
 }  // namespace
 
 TEST_CASE("signal ops panels: every path computes conv_panel_kernel.h's chain bit for bit; streaming equals whole") {
   std::mt19937 rng(24);
   const std::vector<SignalCase> cases = panel_cases(rng);
-  const auto backends = every_path_backend();
+  const auto backends = backends_of_every_path(2);
   for (const SignalCase& c : cases) {
     CAPTURE(c.describe());
     const int64_t steps = 29;
@@ -107,12 +82,12 @@ TEST_CASE("signal ops panels: every path computes conv_panel_kernel.h's chain bi
       CHECK(bits_equal(run_signal(*backend, c, x, steps), want));
     }
   }
-  check_paths_and_streaming(cases, rng);
+  check_paths_and_streaming(cases, rng, true);
 }
 
 TEST_CASE("signal ops panels: within backend.h's formula's F32 error bound, every path") {
   std::mt19937 rng(25);
-  const auto backends = every_path_backend();
+  const auto backends = backends_of_every_path(2);
   for (const SignalCase& c : panel_cases(rng)) {
     CAPTURE(c.describe());
     const int64_t steps = 23;
