@@ -77,7 +77,7 @@ class Pass {
     const Tensor mean = arena_.f32({ch, 1});
     time_sum(y, ones_, mean);
     be_.scale(mean, 1.0f / static_cast<float>(t_), mean);
-    const Tensor squeezed = arena_.f32({1, w.se_squeeze.w.dim(0)});
+    const Tensor squeezed = arena_.f32({1, w.se_squeeze.cout});
     be_.conv1d(mean.reshape({1, ch}), w.se_squeeze.w, w.se_squeeze.bias, 1, squeezed);
     be_.clamp(squeezed, 0.0f, kInf, squeezed);
     const Tensor gate = arena_.f32({1, ch});
@@ -128,7 +128,7 @@ class Pass {
     be_.embed(columns(stats, 0, c), zeros_, columns(context, c, c));
     be_.embed(columns(stats, c, c), zeros_, columns(context, 2 * c, c));
 
-    const Tensor hidden = arena_.f32({t_, w.attention_tdnn.w.dim(0)});
+    const Tensor hidden = arena_.f32({t_, w.attention_tdnn.cout});
     tdnn(w.attention_tdnn, context, hidden);
     be_.activate(hidden, Backend::Activation::tanh, hidden);
     const Tensor logits = arena_.f32({t_, c});
@@ -212,7 +212,7 @@ std::vector<float> SpeakerEncoder::run_network(const Tensor& mels, DeviceArena& 
   Tensor x = first;
   int64_t column = 0;
   for (const SeRes2NetWeights& block : w.blocks) {
-    const int64_t ch = block.tdnn2.w.dim(0);
+    const int64_t ch = block.tdnn2.cout;
     const Tensor out = columns(blocks, column, ch);
     pass.block(block, x, out);
     x = out;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "backends/conv_panels.h"
+
 namespace sluice::engine::tts {
 namespace {
 
@@ -13,7 +15,8 @@ class Loader {
   Loader(const loader::TensorSet& set, backends::Backend& backend, SpeakerEncoderWeights& out)
       : set_(set), backend_(backend), out_(out) {}
 
-  // `prefix`.conv.weight [cout, cin, taps] and its bias, the tap moved outward.
+  // `prefix`.conv.weight [cout, cin, taps] and its bias, the tap moved outward (on
+  // the CPU as conv_panels.h's panels).
   TdnnWeights conv(const std::string& prefix, int64_t cout, int64_t cin, int64_t taps, int64_t dilation) {
     const std::vector<float> w = set_.require_f32(prefix + ".weight", {cout, cin, taps});
     std::vector<float> packed(w.size());
@@ -21,8 +24,9 @@ class Loader {
       for (int64_t c = 0; c < cin; ++c)
         for (int64_t j = 0; j < taps; ++j) packed[(o * taps + j) * cin + c] = w[(o * cin + c) * taps + j];
     TdnnWeights out;
-    out.w = upload(packed, {cout, taps * cin});
+    out.w = backends::upload_conv_weight(backend_, out_.buffers, packed, cout, cin);
     out.bias = upload(set_.require_f32(prefix + ".bias", {cout}), {cout});
+    out.cout = cout;
     out.taps = taps;
     out.dilation = static_cast<int>(dilation);
     return out;

@@ -17,8 +17,9 @@ namespace sluice::engine::tts {
 // A Conv1d with "same" reflect padding: (taps - 1) * dilation rows of context,
 // half before the row (rounded down) and the rest after, as PyTorch pads "same".
 struct TdnnWeights {
-  backends::Tensor w;     // [Cout, taps * Cin]
+  backends::Tensor w;     // [Cout, taps * Cin] (on the CPU backends/conv_panels.h's panels)
   backends::Tensor bias;  // [Cout]
+  int64_t cout = 0;
   int64_t taps = 1;
   int dilation = 1;
   int64_t context() const { return (taps - 1) * dilation; }
