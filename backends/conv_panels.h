@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <vector>
 
 #include "backends/backend.h"
@@ -25,10 +24,9 @@ inline constexpr int64_t kConvPanelColumns = 16;
 
 inline int64_t conv_panel_count(int64_t columns) { return (columns + kConvPanelColumns - 1) / kConvPanelColumns; }
 
-// The panels of a conv whose F32 weight is [columns, taps * cin].
-inline std::vector<float> pack_conv_panels(std::span<const float> w, int64_t columns, int64_t taps, int64_t cin) {
-  if (cin % 2 != 0) throw std::invalid_argument("conv weight panels need an even number of input channels");
-  const int64_t k = taps * cin;
+// The panels of a conv whose F32 weight is [columns, K] (K = w.size() / columns).
+inline std::vector<float> pack_conv_panels(std::span<const float> w, int64_t columns) {
+  const int64_t k = static_cast<int64_t>(w.size()) / columns;
   std::vector<float> out(static_cast<size_t>(conv_panel_count(columns) * k * kConvPanelColumns), 0.0f);
   for (int64_t c = 0; c < columns; ++c) {
     const int64_t panel = c / kConvPanelColumns, lane = c % kConvPanelColumns;
@@ -45,7 +43,7 @@ inline Tensor upload_conv_weight(Backend& backend, std::vector<std::unique_ptr<B
                                  std::span<const float> w, int64_t columns, int64_t conv_cin) {
   const int64_t k = static_cast<int64_t>(w.size()) / columns;
   const bool panels = backend.device() == DeviceKind::cpu && columns >= kConvPanelColumns && conv_cin % 2 == 0;
-  const std::vector<float> panel_values = panels ? pack_conv_panels(w, columns, 1, k) : std::vector<float>();
+  const std::vector<float> panel_values = panels ? pack_conv_panels(w, columns) : std::vector<float>();
   const std::span<const float> values = panels ? std::span<const float>(panel_values) : w;
   auto& buffer = buffers.emplace_back(backend.allocate(values.size() * sizeof(float)));
   const Tensor t = panels ? Tensor::make(buffer.get(), 0, DType::F32, {conv_panel_count(columns), k, kConvPanelColumns})

@@ -90,7 +90,7 @@ Owned make_panel_weight(Backend& backend, int64_t rows, int64_t taps, int64_t ci
   std::vector<float> values(static_cast<size_t>(rows * taps * cin));
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (float& v : values) v = dist(rng);
-  const std::vector<float> panels = pack_conv_panels(values, rows, taps, cin);
+  const std::vector<float> panels = pack_conv_panels(values, rows);
   Owned t;
   t.buffer = backend.allocate(panels.size() * sizeof(float));
   t.tensor = Tensor::make(t.buffer.get(), 0, DType::F32, {conv_panel_count(rows), taps * cin, kConvPanelColumns});

@@ -162,7 +162,7 @@ inline std::vector<float> run_signal(Backend& backend, const SignalCase& c, cons
       w.upload(packed);
     } else if (c.conv_weights == ConvWeightForm::panels) {
       w = BackendTensor(backend, DType::F32, {conv_panel_count(w_rows), taps * c.cin, kConvPanelColumns});
-      w.upload(pack_conv_panels(c.w, w_rows, taps, c.cin));
+      w.upload(pack_conv_panels(c.w, w_rows));
     } else {
       w = BackendTensor(backend, DType::F32, {w_rows, static_cast<int64_t>(c.w.size()) / w_rows});
       w.upload(c.w);
