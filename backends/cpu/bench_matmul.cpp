@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
     for (DType dtype : dtypes) {
       if (s.in % dtype_traits(dtype).block_size != 0) continue;  // k-quants need in % 256 == 0
       std::vector<std::byte> w_bytes = random_weights(dtype, s.out, s.in, rng);
-      auto w_buf = backend->wrap_weights(w_bytes);
+      // wrap_matrix, as the loaders do: the CPU keeps its repacked layout once, not per call.
+      auto w_buf = backend->wrap_matrix(w_bytes, dtype, s.out, s.in);
       auto x_buf = backend->allocate(static_cast<size_t>(s.t * s.in) * 4);
       auto y_buf = backend->allocate(static_cast<size_t>(s.t * s.out) * 4);
       Tensor w = Tensor::make(w_buf.get(), 0, dtype, {s.out, s.in});
