@@ -2,7 +2,8 @@
 // Prints GFLOP/s (2 * T * in * out per call) and the weight bytes streamed per
 // second, the number that bounds decode (T = 1). Not a test: numbers only.
 // `signal` runs the codec decoder's convolutions instead (bench_signal.cpp).
-//   usage: sluice_bench_ops [num_threads] [matmul|signal]
+// `stream` runs one row through a decoder's worth of distinct weights (bench_stream.cpp).
+//   usage: sluice_bench_ops [num_threads] [matmul|signal|stream]
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
   auto backend = make_cpu_backend(num_threads);
   if (argc > 2 && std::string_view(argv[2]) == "signal") {
     bench::bench_signal_ops(*backend);
+    return 0;
+  }
+  if (argc > 2 && std::string_view(argv[2]) == "stream") {
+    bench::bench_weight_stream(*backend);
     return 0;
   }
   std::mt19937 rng(42);

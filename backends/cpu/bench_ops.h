@@ -24,4 +24,7 @@ inline double seconds_per_call(const std::function<void()>& call) {
 // The codec decoder's convolutions at their real shapes (bench_signal.cpp).
 void bench_signal_ops(Backend& backend);
 
+// One row through a decoder's worth of distinct weights (bench_stream.cpp).
+void bench_weight_stream(Backend& backend);
+
 }  // namespace sluice::backends::bench
