@@ -25,15 +25,6 @@ struct StepContext {
   std::span<const backends::SequenceSlice> sequences;
 };
 
-// branch = attn_output(attention(rope(norm_qk(q)), rope(norm_qk(k)), v))  [, post-normed]
-// from views.normed (the block's normed input). Writes this step's K/V rows into
-// `cache` at views.kv_slots first.
-void attention_block(const StepContext& step, const LayerWeights& weights, const backends::KvLayer& cache,
-                     int64_t layer_index);
-
-// branch = ffn_down(act(ffn_gate(normed)) * ffn_up(normed))  [, post-normed]
-void mlp_block(const StepContext& step, const LayerWeights& weights);
-
 // The rows of a step whose final hidden state is read (the rows that produce logits),
 // when that is fewer than all: the last layer still computes attention for every row
 // (their K/V goes into the cache), then gathers these rows and runs only them through
@@ -51,5 +42,11 @@ struct OutputRows {
 // Each block's output is added back with the add fused into the next norm.
 void transformer_layers(const StepContext& step, std::span<const LayerWeights> layers, KvCache& cache,
                         const OutputRows* output_rows = nullptr);
+
+// All layers, sequence i's K/V in caches[i] (streams that own their cache, as the
+// codec decoder's, decoded in one step): every matmul runs once over all rows, the
+// RoPE/KV write and attention once per sequence on its rows.
+void transformer_layers(const StepContext& step, std::span<const LayerWeights> layers,
+                        std::span<KvCache* const> caches);
 
 }  // namespace sluice::engine

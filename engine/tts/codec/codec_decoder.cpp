@@ -106,26 +106,43 @@ CodecDecoder::CodecDecoder(const CodecConfig& config, backends::Backend& backend
     throw std::invalid_argument("the " + backend.name() + " backend cannot run the codec's attention heads");
   const CodecConfig& c = config_;
   const int64_t n = max_chunk_frames;
-  // The largest conv input and activation of a chunk of n frames, walking the
-  // pipeline as decode_chunk does.
+  // The largest conv input and activation of a step of n frames, walking the
+  // pipeline as decode_group does: up to the first block's transposed conv its conv
+  // inputs are stacked, each of up to kMaxStreamsPerStep pieces with its context
+  // (so is that conv's output, junk rows between pieces included).
+  const auto pieces = static_cast<int64_t>(kMaxStreamsPerStep);
   int64_t site_floats = 0, act_floats = 0;
-  auto site = [&](int64_t context, int64_t rows, int64_t ch) { site_floats = std::max(site_floats, (context + rows) * ch); };
+  auto site = [&](int64_t context, int64_t rows, int64_t ch, int64_t stacked = 1) {
+    site_floats = std::max(site_floats, (stacked * context + rows) * ch);
+  };
   auto act = [&](int64_t rows, int64_t ch) { act_floats = std::max(act_floats, rows * ch); };
+  // A stacked conv's output: every row of its input past one context, times the stride.
+  auto stacked_out = [&](int64_t context, int64_t rows, int64_t stride, int64_t ch) {
+    act(((pieces - 1) * context + rows) * stride, ch);
+  };
   int64_t rows = n;
-  site(weights_.pre_conv.context(), rows, c.codebook_dim);
+  site(weights_.pre_conv.context(), rows, c.codebook_dim, pieces);
+  stacked_out(weights_.pre_conv.context(), rows, 1, c.latent_dim);
   act(rows, c.codebook_dim);
   act(rows, c.latent_dim);
   for (const UpsampleWeights& u : weights_.upsample) {
-    site(u.up.context(), rows, c.latent_dim);
+    site(u.up.context(), rows, c.latent_dim, pieces);
+    stacked_out(u.up.context(), rows, u.up.stride, c.latent_dim);
     rows *= u.up.stride;
-    site(u.dw_taps - 1, rows, c.latent_dim);
+    site(u.dw_taps - 1, rows, c.latent_dim, pieces);
+    stacked_out(u.dw_taps - 1, rows, 1, c.latent_dim);
     act(rows, 4 * c.latent_dim);
   }
-  site(weights_.first_conv.context(), rows, c.latent_dim);
+  site(weights_.first_conv.context(), rows, c.latent_dim, pieces);
+  stacked_out(weights_.first_conv.context(), rows, 1, c.decoder_dim);
   act(rows, c.decoder_dim);
+  int64_t merged_floats = 0;
   for (size_t b = 0; b < weights_.blocks.size(); ++b) {
-    site(weights_.blocks[b].up.context(), rows, c.block_channels(b));
+    const bool stacked = b == 0;
+    site(weights_.blocks[b].up.context(), rows, c.block_channels(b), stacked ? pieces : 1);
+    if (stacked) stacked_out(weights_.blocks[b].up.context(), rows, weights_.blocks[b].up.stride, c.block_channels(1));
     rows *= weights_.blocks[b].up.stride;
+    if (stacked) merged_floats = rows * c.block_channels(1);
     act(rows, c.block_channels(b + 1));
     for (const ResidualUnitWeights& unit : weights_.blocks[b].units) site(unit.conv1.context(), rows, c.block_channels(b + 1));
   }
@@ -137,6 +154,7 @@ CodecDecoder::CodecDecoder(const CodecConfig& config, backends::Backend& backend
   for (auto* b : {&scratch_->in_a, &scratch_->in_b}) *b = backend.allocate(static_cast<size_t>(site_floats) * sizeof(float));
   for (auto* b : {&scratch_->x, &scratch_->t1, &scratch_->t2})
     *b = backend.allocate(static_cast<size_t>(act_floats) * sizeof(float));
+  scratch_->merged = backend.allocate(static_cast<size_t>(merged_floats) * sizeof(float));
 }
 
 CodecDecoder::CodecDecoder(CodecDecoder&&) noexcept = default;
@@ -212,11 +230,30 @@ CodecStream& CodecStream::operator=(CodecStream&&) noexcept = default;
 CodecStream::~CodecStream() = default;
 
 void CodecStream::decode(std::span<const int32_t> codes, std::vector<float>& pcm_out) {
-  decoder_->check_codes(codes);
-  const auto q = static_cast<size_t>(decoder_->config_.num_quantizers);
-  const auto chunk = static_cast<size_t>(decoder_->max_chunk_frames_) * q;
-  for (size_t begin = 0; begin < codes.size(); begin += chunk)
-    decoder_->decode_chunk(*this, codes.subspan(begin, std::min(chunk, codes.size() - begin)), pcm_out);
+  const CodecPiece piece{this, codes, &pcm_out};
+  decoder_->decode_together({&piece, 1});
+}
+
+void CodecDecoder::decode_together(std::span<const CodecPiece> pieces) {
+  for (const CodecPiece& piece : pieces) check_codes(piece.codes);
+  // Steps of at most max_chunk_frames frames and kMaxStreamsPerStep pieces, each
+  // taking the next frames of every piece that has some left, in order.
+  const auto q = static_cast<size_t>(config_.num_quantizers);
+  std::vector<size_t> done(pieces.size(), 0);  // values of each piece decoded
+  std::vector<CodecPiece> step;
+  for (;;) {
+    step.clear();
+    size_t room = static_cast<size_t>(max_chunk_frames_) * q;
+    for (size_t i = 0; i < pieces.size() && room > 0 && step.size() < kMaxStreamsPerStep; ++i) {
+      const size_t take = std::min(room, pieces[i].codes.size() - done[i]);
+      if (take == 0) continue;
+      step.push_back({pieces[i].stream, pieces[i].codes.subspan(done[i], take), pieces[i].pcm_out});
+      done[i] += take;
+      room -= take;
+    }
+    if (step.empty()) return;
+    decode_group(step);
+  }
 }
 
 }  // namespace sluice::engine::tts

@@ -34,7 +34,16 @@
 namespace sluice::engine::tts {
 
 class CodecDecoder;
+class CodecStream;
 struct CodecScratch;
+
+// One stream's piece of a CodecDecoder::decode_together call: whole frames of codes
+// ([frames, num_quantizers] row-major) whose samples go to the end of *pcm_out.
+struct CodecPiece {
+  CodecStream* stream = nullptr;
+  std::span<const int32_t> codes;
+  std::vector<float>* pcm_out = nullptr;
+};
 
 // One utterance being decoded: owns its conv contexts, KV ring and position (on
 // the decoder's backend). Called by the thread that uses its decoder.
@@ -79,6 +88,8 @@ class CodecDecoder {
   // (about 3.7 MB per frame at the real config), so a long utterance never needs
   // more than that, whatever size of piece a caller hands in.
   static constexpr int64_t kDefaultMaxChunkFrames = 50;
+  // Streams one internal step decodes at most (decode_together).
+  static constexpr size_t kMaxStreamsPerStep = 8;
 
   // Loads and prepares the weights (codec_weights.h) and allocates the scratch.
   // Throws loader::LoadError naming the file and tensor for a bad checkpoint.
@@ -94,6 +105,16 @@ class CodecDecoder {
   CodecStream start();
   // A fresh stream fed every frame: codes [n, num_quantizers] -> n * samples_per_frame samples.
   std::vector<float> decode_all(std::span<const int32_t> codes);
+
+  // Decodes several streams' pieces together: the stages that read many weights for
+  // the few rows of a piece (the RVQ, the pre_transformer, the upsampler, the first
+  // conv and the first block's transposed conv) run once over every piece's rows, up
+  // to max_chunk_frames frames and kMaxStreamsPerStep streams a step; the rest runs
+  // piece by piece. Each stream's samples are those of decoding its piece alone (bit
+  // for bit on the CPU: rows of different streams never mix). The pieces' streams
+  // must be distinct streams of this decoder. Throws std::invalid_argument, before
+  // any kernel runs, as CodecStream::decode does for any piece; no stream changes.
+  void decode_together(std::span<const CodecPiece> pieces);
 
   // For parity tests: called with each stage's output of every chunk, [rows,
   // channels] on the backend ("rvq", "pre_conv", "pre_transformer", "upsample",
@@ -111,8 +132,9 @@ class CodecDecoder {
 
   // Throws std::invalid_argument for codes a stream must not run.
   void check_codes(std::span<const int32_t> codes) const;
-  // Decodes n <= max_chunk_frames frames of checked codes on `stream`.
-  void decode_chunk(CodecStream& stream, std::span<const int32_t> codes, std::vector<float>& pcm_out);
+  // Decodes checked pieces of distinct streams, at most max_chunk_frames frames in
+  // all and kMaxStreamsPerStep pieces (codec_forward.cpp).
+  void decode_group(std::span<const CodecPiece> pieces);
 
   CodecConfig config_;
   backends::Backend* backend_;

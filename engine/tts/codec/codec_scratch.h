@@ -22,6 +22,7 @@ struct CodecScratch {
   std::unique_ptr<backends::Buffer> ids;        // [num_quantizers * n] I32, codebook-major
   std::unique_ptr<backends::Buffer> in_a, in_b; // conv inputs: [context + rows, channels]
   std::unique_ptr<backends::Buffer> x, t1, t2;  // [rows, channels]: block residual stream and temporaries
+  std::unique_ptr<backends::Buffer> merged;     // the first block's transposed conv output, every piece's
 };
 
 }  // namespace sluice::engine::tts

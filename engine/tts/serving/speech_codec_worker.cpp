@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "engine/tts/serving/speech_engine.h"
 
@@ -167,7 +169,8 @@ struct SpeechCodecWorker::Work {
 };
 
 // Under mutex_: finishes every job that is done, then takes every job that has a
-// chunk's worth of frames (any frames once ended) or a reference still to prime
+// chunk's worth of frames (any frames once ended; any frames at all once another
+// job past its first audio has a chunk) or a reference still to prime
 // (from its begin, while the talker makes its first frames), those still waiting for
 // their first audio first: time to first audio is what a listener notices.
 std::vector<SpeechCodecWorker::Work> SpeechCodecWorker::take_ready() {
@@ -176,6 +179,16 @@ std::vector<SpeechCodecWorker::Work> SpeechCodecWorker::take_ready() {
     Job& job = *jobs_.at(id);
     if (!job.busy && job.ended && (job.drop || job.pending.empty())) finish_job(job);
   }
+  // Once one voice past its first audio has a chunk ready, every such voice with
+  // frames pending decodes in the same call: a voice that joins short of its chunk
+  // starts counting afresh with the others, so from then on their chunks fill in the
+  // same step and decode together (CodecDecoder::decode_together).
+  const bool chunk_ready = std::ranges::any_of(jobs_, [&](const auto& entry) {
+    const Job& job = *entry.second;
+    const size_t pending = job.pending_frames(groups_);
+    return !job.busy && job.frames_sent > 0 && job.ref_codes.empty() && pending > 0 &&
+           (job.ended || pending >= static_cast<size_t>(job.chunk_frames));
+  });
   std::vector<Work> out;
   for (const bool first_audio : {true, false}) {
     for (const std::string& id : order_) {
@@ -195,7 +208,7 @@ std::vector<SpeechCodecWorker::Work> SpeechCodecWorker::take_ready() {
         continue;
       }
       const size_t pending = job.pending_frames(groups_);
-      const auto target = static_cast<size_t>(first_audio ? job.first_chunk_frames : job.chunk_frames);
+      const auto target = static_cast<size_t>(first_audio ? job.first_chunk_frames : chunk_ready ? 1 : job.chunk_frames);
       if (pending == 0 || (!job.ended && pending < target)) continue;
       Work w;
       w.job = &job;
@@ -244,22 +257,41 @@ void SpeechCodecWorker::prime(Work& w) {
   }
 }
 
-void SpeechCodecWorker::decode(Work& w) {
-  Job& job = *w.job;
-  AudioDelta delta;
-  delta.num_frames = static_cast<int64_t>(w.frames);
+// Outside the lock, within the pass's turn: the generated frames of `works` (none a
+// prime, each its own job) decoded in one call, the stages that read many weights for
+// a few rows running once for every voice (CodecDecoder::decode_together), and each
+// job's audio handed out. Codes the codec refuses (it checks them all before any
+// kernel runs) are decoded job by job instead, so only the job they belong to fails.
+void SpeechCodecWorker::decode(std::span<Work* const> works) {
+  std::vector<AudioDelta> deltas(works.size());
+  std::vector<CodecPiece> pieces;
+  for (size_t i = 0; i < works.size(); ++i) {
+    Job& job = *works[i]->job;
+    if (!job.codec) job.codec.emplace(codec_.start());
+    deltas[i].num_frames = static_cast<int64_t>(works[i]->frames);
+    pieces.push_back({&*job.codec, works[i]->codes, &deltas[i].pcm});
+  }
+  auto fail = [](Work& w, std::string why) { w.failure = std::move(why); };
   try {
-    if (w.prime) {
-      prime(w);
+    codec_.decode_together(pieces);
+  } catch (const std::invalid_argument& e) {
+    if (works.size() == 1) {
+      fail(*works[0], e.what());
+    } else {
+      for (Work* w : works) decode({&w, 1});
       return;
     }
-    if (!job.codec) job.codec.emplace(codec_.start());
-    job.codec->decode(w.codes, delta.pcm);
   } catch (const std::exception& e) {
-    w.failure = e.what();
+    for (Work* w : works) fail(*w, e.what());
   } catch (...) {
-    w.failure = "an exception of unknown type";
+    for (Work* w : works) fail(*w, "an exception of unknown type");
   }
+  for (size_t i = 0; i < works.size(); ++i) deliver(*works[i], std::move(deltas[i]));
+}
+
+// A job's decoded frames to its stream (or, when its decoding failed, its cancel).
+void SpeechCodecWorker::deliver(Work& w, AudioDelta delta) {
+  Job& job = *w.job;
   if (!w.failure.empty()) {
     spdlog::error("speech request {}: decoding failed: {}", job.id, w.failure);
     job.stream->cancel();
@@ -270,6 +302,20 @@ void SpeechCodecWorker::decode(Work& w) {
   if (!w.delivered) job.stream->cancel();  // the client stopped reading: the engine aborts it
   if (w.delivered && first && observer_)
     observer_->on_first_audio(std::chrono::duration<double>(Clock::now() - job.arrival).count());
+}
+
+// A piece of an ICL reference into its job's stream; a failure fails the job.
+void SpeechCodecWorker::prime_or_fail(Work& w) {
+  try {
+    prime(w);
+    return;
+  } catch (const std::exception& e) {
+    w.failure = e.what();
+  } catch (...) {
+    w.failure = "an exception of unknown type";
+  }
+  spdlog::error("speech request {}: decoding failed: {}", w.job->id, w.failure);
+  w.job->stream->cancel();
 }
 
 void SpeechCodecWorker::loop() {
@@ -326,7 +372,18 @@ void SpeechCodecWorker::run_passes() {
       lock.unlock();
       if (first_audio) lined_up_.notify_all();
       turn.wait();
-      for (Work& w : work) decode(w);
+      // References first (each primes its own stream), then the voices whose first
+      // audio this is together, then every other voice together.
+      std::vector<Work*> first_pieces, later_pieces;
+      for (Work& w : work) {
+        if (w.prime) {
+          prime_or_fail(w);
+        } else {
+          (w.job->frames_sent == 0 ? first_pieces : later_pieces).push_back(&w);
+        }
+      }
+      if (!first_pieces.empty()) decode(first_pieces);
+      if (!later_pieces.empty()) decode(later_pieces);
     }
     lock.lock();
     for (Work& w : work) {

@@ -10,7 +10,9 @@
 // was busy go in one call (up to max_decode_frames), which costs less per frame.
 // The worker runs in passes: each decodes every request that has a chunk ready,
 // once, those still waiting for their first audio first, so a long utterance never
-// holds up another voice. Streaming is exact (codec_decoder.h): the audio equals
+// holds up another voice. The voices of a pass decode together (one call for those
+// making their first audio, one for the rest: CodecDecoder::decode_together), so
+// the codec's weights that a few frames barely use are read once for all of them. Streaming is exact (codec_decoder.h): the audio equals
 // decoding every frame at once, whatever the chunking.
 //
 // A full RequestStream (a client not reading) cancels the request: the engine then
@@ -86,8 +88,10 @@ class SpeechCodecWorker {
   std::vector<Work> take_ready();  // under mutex_
   bool first_audio_waiting() const;  // under mutex_
   void finish_job(Job& job);       // under mutex_
-  void decode(Work& work);
+  void decode(std::span<Work* const> works);
+  void deliver(Work& work, AudioDelta delta);
   void prime(Work& work);
+  void prime_or_fail(Work& work);
 
   CodecDecoder& codec_;
   const int64_t max_decode_frames_;

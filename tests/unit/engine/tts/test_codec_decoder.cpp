@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -68,6 +69,64 @@ TEST_CASE("codec decoder: streaming in any pieces equals decode_all bit for bit 
     CHECK(same_bits(decode_in_pieces(decoder, codes, {1, 2, 5, 3}), whole));
     CHECK(same_bits(decode_in_pieces(decoder, codes, {7, 1, 13}), whole));
   }
+}
+
+TEST_CASE("codec decoder: streams decoded together each get their own samples, bit for bit on the CPU") {
+  const CodecConfig config = small_codec_config();
+  auto set = loader::make_random_tensor_set("codec", DType::F32, 7);
+  auto backend = backends::make_cpu_backend(2);
+  const auto q = static_cast<size_t>(config.num_quantizers);
+  // 13-frame steps: pieces are split across steps and steps hold pieces of several
+  // streams; 11 streams exceed the streams a step takes, so some go to a second step.
+  CodecDecoder decoder = CodecDecoder::load(*set, config, *backend, 13);
+  constexpr size_t kStreams = 11;
+  constexpr int64_t kFrames = 30;
+  std::vector<std::vector<int32_t>> codes;
+  std::vector<std::vector<float>> alone;
+  for (size_t i = 0; i < kStreams; ++i) {
+    codes.push_back(random_codes(config, kFrames, static_cast<uint32_t>(100 + i)));
+    alone.push_back(decoder.decode_all(codes.back()));
+  }
+  std::vector<CodecStream> streams;
+  for (size_t i = 0; i < kStreams; ++i) streams.push_back(decoder.start());
+  std::vector<std::vector<float>> together(kStreams);
+  std::vector<size_t> sent(kStreams, 0);  // frames handed over so far
+  for (size_t round = 0; std::ranges::any_of(sent, [](size_t f) { return f < kFrames; }); ++round) {
+    std::vector<CodecPiece> pieces;
+    for (size_t i = 0; i < kStreams; ++i) {
+      // Stream i starts in round i (its position differs from the others') and then
+      // takes 1 to 6 frames a round, skipping every third round.
+      if (round < i || (round + i) % 3 == 0) continue;
+      const size_t frames = std::min<size_t>(1 + (round * 7 + i * 3) % 6, static_cast<size_t>(kFrames) - sent[i]);
+      if (frames == 0) continue;
+      pieces.push_back({&streams[i], std::span<const int32_t>(codes[i]).subspan(sent[i] * q, frames * q), &together[i]});
+      sent[i] += frames;
+    }
+    decoder.decode_together(pieces);
+  }
+  for (size_t i = 0; i < kStreams; ++i) {
+    CAPTURE(i);
+    CHECK(streams[i].num_frames() == kFrames);
+    CHECK(same_bits(together[i], alone[i]));
+  }
+}
+
+TEST_CASE("codec decoder: a bad piece among streams decoded together changes no stream") {
+  const CodecConfig config = small_codec_config();
+  auto set = loader::make_random_tensor_set("codec", DType::F32, 7);
+  auto backend = backends::make_cpu_backend(1);
+  CodecDecoder decoder = CodecDecoder::load(*set, config, *backend, 8);
+  const std::vector<int32_t> good = random_codes(config, 3, 4);
+  std::vector<int32_t> bad = good;
+  bad.back() = 32;
+  CodecStream a = decoder.start(), b = decoder.start();
+  std::vector<float> pcm_a, pcm_b;
+  const CodecPiece pieces[] = {{&a, good, &pcm_a}, {&b, bad, &pcm_b}};
+  CHECK_THROWS_AS(decoder.decode_together(pieces), std::invalid_argument);
+  CHECK(a.num_frames() == 0);
+  CHECK(b.num_frames() == 0);
+  CHECK(pcm_a.empty());
+  CHECK(pcm_b.empty());
 }
 
 TEST_CASE("codec decoder: a stream carries its context (later frames depend on earlier ones)") {
