@@ -372,17 +372,13 @@ void SpeechCodecWorker::run_passes() {
       lock.unlock();
       if (first_audio) lined_up_.notify_all();
       turn.wait();
-      // References first (each primes its own stream), then the voices whose first
-      // audio this is together, then every other voice together.
-      std::vector<Work*> first_pieces, later_pieces;
-      for (Work& w : work) {
-        if (w.prime) {
-          prime_or_fail(w);
-        } else {
-          (w.job->frames_sent == 0 ? first_pieces : later_pieces).push_back(&w);
-        }
-      }
+      // The voices whose first audio this is, together; then the references (each
+      // primes its own stream); then every other voice, together.
+      std::vector<Work*> first_pieces, primes, later_pieces;
+      for (Work& w : work)
+        (w.prime ? primes : w.job->frames_sent == 0 ? first_pieces : later_pieces).push_back(&w);
       if (!first_pieces.empty()) decode(first_pieces);
+      for (Work* w : primes) prime_or_fail(*w);
       if (!later_pieces.empty()) decode(later_pieces);
     }
     lock.lock();
