@@ -1,8 +1,9 @@
 // CodecDecoder::decode_group: the forward pass of a group of streams' pieces, at most
 // max_chunk_frames frames in all (codec_decoder.cpp explains the conv contexts and
 // the KV ring).
-#include <algorithm>
-#include <cstring>
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "engine/models/transformer_block.h"
 #include "engine/tts/codec/codec_decoder.h"
@@ -14,6 +15,11 @@ using backends::DType;
 using backends::Tensor;
 
 namespace {
+
+// A [rows, channels] F32 activation at the start of a scratch buffer.
+Tensor act(backends::Buffer* buffer, int64_t rows, int64_t channels) {
+  return Tensor::make(buffer, 0, DType::F32, {rows, channels});
+}
 
 template <class T>
 std::span<const std::byte> bytes_of(const std::vector<T>& v) {
@@ -121,9 +127,6 @@ class StackedInput {
 void decode_blocks(backends::Backend& be, const CodecConfig& c, const CodecWeights& w, CodecScratch& s,
                    const CodecDecoder::StageHook& stage_hook, ConvInputs& inputs, Tensor x,
                    std::vector<float>& pcm_out) {
-  auto act = [](backends::Buffer* buffer, int64_t rows, int64_t channels) {
-    return Tensor::make(buffer, 0, DType::F32, {rows, channels});
-  };
   int64_t rows = x.dim(0);
   ConvInputs::Input in;
   for (size_t b = 0; b < w.blocks.size(); ++b) {
@@ -178,9 +181,6 @@ void CodecDecoder::decode_group(std::span<const CodecPiece> pieces) {
   const size_t v = pieces.size();
   auto stage = [&](std::string_view name, const Tensor& t) {
     if (stage_hook_) stage_hook_(name, t);
-  };
-  auto act = [](backends::Buffer* buffer, int64_t rows, int64_t channels) {
-    return Tensor::make(buffer, 0, DType::F32, {rows, channels});
   };
 
   // --- host metadata: codes codebook-major with each codebook's table offset,
