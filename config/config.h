@@ -107,6 +107,9 @@ struct Config {
   bool allow_priority = false;         // honour "priority"; off: any client could jump the queue
   // tool_choice "none": leave the tools out of the prompt too (OpenAI keeps them in it).
   bool exclude_tools_when_tool_choice_none = false;
+  // Levels of objects/arrays a recursive JSON Schema ($ref to itself) is unrolled to
+  // (engine/grammar/limits.h max_recursive_nesting; OpenAI documents 10).
+  int structured_output_max_nesting = 10;
   int tokenizer_threads = 0;           // threads that tokenize and render templates; 0: half the cores, 2..8
   int tokenizer_queue_size = 64;       // requests tokenizing or waiting to; more get 429
   // Log-probability entries one response may hold (choices x tokens x (1 + logprobs)).

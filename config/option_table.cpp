@@ -313,6 +313,8 @@ std::vector<OptionSpec> build_table() {
                               "Honour the \"priority\" field (-1000..1000, lower first); off: it is ignored"));
   table.push_back(bool_option("exclude_tools_when_tool_choice_none", &Config::exclude_tools_when_tool_choice_none,
                               requests, "tool_choice \"none\": leave the tools out of the prompt too (OpenAI keeps them)"));
+  table.push_back(integer_option("structured_output_max_nesting", &Config::structured_output_max_nesting, 1, 64, "UINT",
+                                 requests, "Objects/arrays deep a recursive JSON Schema ($ref to itself) may nest a value"));
   table.push_back(integer_option("tokenizer_threads", &Config::tokenizer_threads, 0, 256, "UINT", requests,
                                  "Threads that tokenize prompts and render chat templates (0: half the cores, 2..8)"));
   table.push_back(integer_option("tokenizer_queue_size", &Config::tokenizer_queue_size, 1, 1 << 20, "UINT",

@@ -4,6 +4,7 @@
 #include "engine/grammar/json_schema.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "engine/grammar/json_schema_compiler.h"
 
@@ -87,24 +88,42 @@ std::optional<uint32_t> Compiler::compile_list(const SchemaList& input, int dept
       list[0] = *target;
     }
   }
+  // A list's rule is memoized by the list, or, when it contains a recursion that
+  // was unrolled or cut (its rule depends on how deep it sits), by the list and depth.
   const std::string key = list_key(list);
-  if (auto it = done_.find(key); it != done_.end()) return it->second;
-  if (auto it = compiled_.find(key); it != compiled_.end()) return it->second;  // recursion
+  const std::string key_here = key + "@" + std::to_string(nesting_);
+  for (const std::string* k : {&key_here, &key})
+    if (auto it = done_.find(*k); it != done_.end()) return it->second;
+  if (auto it = compiled_.find(key_here); it != compiled_.end()) return it->second;  // a cycle at one depth
+  if (active_[key] > 0) {  // the list contains itself, one object or array deeper (or more)
+    recursion_seen_ = true;
+    if (nesting_ >= options_.limits.max_recursive_nesting) {
+      note_empty("a recursion that does not end within " + std::to_string(options_.limits.max_recursive_nesting) +
+                     " levels of nesting (limit max_recursive_nesting)",
+                 list.front().pointer);
+      return std::nullopt;
+    }
+  }
   const std::string pointer = list.empty() ? "" : list.front().pointer;
   const uint32_t rule = builder_.add_rule(pointer.empty() ? "root" : pointer);
-  compiled_.emplace(key, rule);
+  const bool outer_recursion_seen = std::exchange(recursion_seen_, false);
+  compiled_.emplace(key_here, rule);
+  ++active_[key];
   Node node = read_list(list, depth);
   std::optional<uint32_t> body = compile_node(std::move(node), pointer, depth);
-  compiled_.erase(key);
+  --active_[key];
+  compiled_.erase(key_here);
+  const std::string& memo_key = recursion_seen_ ? key_here : key;
+  recursion_seen_ = recursion_seen_ || outer_recursion_seen;
   if (!body) {
     // Recursive references made meanwhile point here: a rule that matches nothing,
     // removed with them by finish().
     builder_.set_alternatives(rule, {{builder_.bytes(ByteSet{})}});
-    done_.emplace(key, std::nullopt);
+    done_.emplace(memo_key, std::nullopt);
     return std::nullopt;
   }
   builder_.set_alternatives(rule, {{GrammarBuilder::ref(*body)}});
-  done_.emplace(key, rule);
+  done_.emplace(memo_key, rule);
   return rule;
 }
 

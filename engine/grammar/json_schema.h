@@ -22,9 +22,10 @@ struct JsonSchemaOptions {
   bool strict = true;
   // An object schema that lists properties and says nothing of additionalProperties
   // (or patternProperties) allows no other names, as if additionalProperties were
-  // false (xgrammar's strict mode; tool-call arguments use it, so that a small model
-  // cannot wander off into invented keys).
-  bool closed_objects = false;
+  // false: xgrammar's default strict mode (vLLM, SGLang), and what llama.cpp's schema
+  // converter does. Open, a small model wanders off into invented (and repeated) keys
+  // and never writes the listed ones. `additionalProperties: true` opens an object.
+  bool closed_objects = true;
   GrammarLimits limits;
 };
 

@@ -7,6 +7,7 @@
 namespace sluice::grammar::schema {
 
 std::optional<uint32_t> Compiler::compile_array(const Node& node, const std::string& pointer, int depth) {
+  const Nest inside(*this);
   std::vector<uint32_t> prefix;
   bool truncated = false;
   for (const SchemaList& list : node.prefix) {

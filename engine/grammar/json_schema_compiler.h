@@ -13,7 +13,10 @@
 //  3. The node becomes one rule: an alternative per allowed type, or the serialized
 //     literals of enum/const filtered by the other keywords.
 // A SchemaList is compiled once per distinct list (memoized by its pointers), so a
-// referenced schema becomes one rule and recursion through $ref is a rule reference.
+// referenced schema becomes one rule. Recursion through $ref is unrolled: a list met
+// again inside itself, deeper by objects/arrays, is compiled anew at that depth, until
+// limits.max_recursive_nesting, where it admits no value; the lists that contain such
+// a recursion are memoized per depth (nesting_).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -91,6 +94,12 @@ struct Node {
   std::vector<std::string> required;
   std::string required_pointer;
   SchemaList additional;  // applies to every name not in `properties`
+  // Closed by default (JsonSchemaOptions::closed_objects): a merged schema lists
+  // properties and none says anything of other names (additionalProperties,
+  // patternProperties). Decided on the merged node, so allOf parts and anyOf branches
+  // close over each other's names.
+  bool lists_properties = false;
+  bool says_other_names = false;
   uint64_t min_properties = 0;
   std::optional<uint64_t> max_properties;
   std::string min_properties_pointer, max_properties_pointer;
@@ -156,6 +165,17 @@ class Compiler {
   std::optional<uint32_t> compile_string(const Node& node, const std::string& pointer);
   std::optional<uint32_t> compile_object(const Node& node, const std::string& pointer, int depth);
   std::optional<uint32_t> compile_array(const Node& node, const std::string& pointer, int depth);
+  // One level of nesting, held while an object's or array's members are compiled.
+  class Nest {
+   public:
+    explicit Nest(Compiler& c) : c_(c) { ++c_.nesting_; }
+    ~Nest() { --c_.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Compiler& c_;
+  };
   uint32_t integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi, std::string_view name);
   std::optional<uint32_t> format_rule(const std::string& format);
 
@@ -182,6 +202,9 @@ class Compiler {
   std::string why_empty_, why_empty_pointer_;
   std::unordered_map<std::string, uint32_t> compiled_;  // SchemaList key -> rule
   std::unordered_map<std::string, std::optional<uint32_t>> done_;
+  std::unordered_map<std::string, int> active_;  // SchemaList key -> its compilations in progress
+  bool recursion_seen_ = false;  // the compilation in progress met a recursion (unrolled or cut)
+  int nesting_ = 0;              // objects and arrays around the value being compiled
   // $ref targets: absolute URI (with "#anchor" for anchors) -> (pointer, base)
   std::map<std::string, std::pair<std::string, std::string>> ids_;
   std::string root_base_;

@@ -188,8 +188,8 @@ void Compiler::merge_schema(Node& node, const SchemaAt& at, int depth, std::vect
     const Json* additional = find("additionalProperties");
     if (properties && !properties->is_object()) fail(key("properties"), "properties must be an object");
     SchemaList own_additional;
-    static const Json kNoOthers = false;
-    if (!additional && properties && options().closed_objects && !find("patternProperties")) additional = &kNoOthers;
+    if (properties) node.lists_properties = true;
+    if (additional || find("patternProperties")) node.says_other_names = true;
     if (additional) own_additional = list_of(*this, at, *additional, "/additionalProperties");
     std::vector<std::string> own_names;
     if (properties)

@@ -1,6 +1,7 @@
 // Objects: the listed properties (properties, then required names that properties
 // does not list) in schema order, required ones present, optional ones skippable,
-// and, unless additionalProperties is false, other names interleaved anywhere.
+// and, unless additionalProperties is false or the object is closed by default,
+// other names interleaved anywhere.
 //
 // Ordered optional properties without a blow-up: a chain of rules per position i,
 //   first[i]: nothing emitted yet, so no comma before the next member;
@@ -104,6 +105,7 @@ uint32_t other_name_content(Compiler& c, const std::vector<std::string>& names) 
 }  // namespace
 
 std::optional<uint32_t> Compiler::compile_object(const Node& node, const std::string& pointer, int depth) {
+  const Nest inside(*this);
   struct Member {
     std::string name;
     uint32_t value;
@@ -127,7 +129,10 @@ std::optional<uint32_t> Compiler::compile_object(const Node& node, const std::st
   for (const std::string& name : node.required)
     if (std::none_of(node.properties.begin(), node.properties.end(), [&](const auto& p) { return p.first == name; }))
       if (!add_member(name, node.additional, node.required_pointer)) return std::nullopt;
-  const std::optional<uint32_t> additional = compile_list(node.additional, depth + 1);
+  // Closed by default: no other names (a required name that no properties lists is
+  // named by the schema, so it is a member above, with any value).
+  const bool closed = options().closed_objects && node.lists_properties && !node.says_other_names;
+  const std::optional<uint32_t> additional = closed ? std::nullopt : compile_list(node.additional, depth + 1);
 
   // minProperties / maxProperties: only where the listed members already decide them.
   size_t num_required = 0;

@@ -11,6 +11,12 @@ struct GrammarLimits {
   int max_depth = 64;                   // schema nesting, regex group nesting
   int max_repeat = 1000;                // a bounded repetition's upper bound ({m,n}, maxItems, maxLength)
   size_t max_ref_expansions = 10000;    // $ref resolutions while compiling one schema
+  // A schema that contains itself ($ref recursion) is unrolled until its value is this
+  // many objects/arrays deep; below, the recursive reference admits no value (an
+  // optional property is left out, an array of it stays empty). OpenAI's documented
+  // structured-output limit is 10 levels of nesting. Without a cap a sampled tree can
+  // grow until max_tokens.
+  int max_recursive_nesting = 10;
 };
 
 }  // namespace sluice::grammar

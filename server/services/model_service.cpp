@@ -157,9 +157,11 @@ std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& load
   const tokenizer::Tokenizer& tok = *service->tokenizer_;
   service->token_bound_ = std::make_unique<tokenizer::TokenCountBound>(tok);
   service->metrics_ = std::make_unique<EngineMetrics>(registry, info.id, config.metrics_vllm_names);
+  grammar::GrammarLimits grammar_limits;
+  grammar_limits.max_recursive_nesting = config.structured_output_max_nesting;
   service->grammars_ = std::make_unique<grammar::GrammarCache>(
-      engine::make_token_table(tok, static_cast<int32_t>(service->model_->hparams().vocab_size)),
-      kCompiledGrammars);
+      engine::make_token_table(tok, static_cast<int32_t>(service->model_->hparams().vocab_size)), kCompiledGrammars,
+      grammar_limits);
   service->grammar_metrics_ = std::make_unique<GrammarMetrics>(registry, info.id);
   engine::EngineConfig engine_settings = engine_config(info, config);
   engine_settings.speculative = speculative_config(entry.speculative);

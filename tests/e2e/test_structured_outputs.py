@@ -186,3 +186,51 @@ def test_metrics_count_requests_and_cache_hits(smol):
     assert delta("sluice_structured_output_requests_total", kind="json_schema") == 2
     assert delta("sluice_structured_output_cache_lookups_total", result="hit") >= 1
     assert delta("sluice_structured_output_masked_tokens_total") >= 2
+
+
+class Country(pydantic.BaseModel):
+    """A pydantic model's default schema: no additionalProperties (instructor's Mode.JSON_SCHEMA)."""
+    name: str = pydantic.Field(max_length=30)
+    capital: str = pydantic.Field(max_length=30)
+    population: int
+
+
+def test_pydantic_default_schema_admits_only_its_properties(client):
+    # Open objects let SmolLM2 write {"{{Italy}}":111,"":111,"":111,... until max_tokens.
+    schema = Country.model_json_schema()
+    assert "additionalProperties" not in schema
+    completion = chat(client, "Extract the country: Italy, whose capital is Rome, has 59 million people.",
+                      temperature=0, max_tokens=200,
+                      response_format={"type": "json_schema", "json_schema": {"name": "Country", "schema": schema}})
+    choice = completion.choices[0]
+    assert choice.finish_reason == "stop", choice.message.content
+    assert list(json.loads(choice.message.content)) == ["name", "capital", "population"]
+    Country.model_validate_json(choice.message.content)
+
+
+class Node(pydantic.BaseModel):
+    """A recursive pydantic model: the schema's $defs/Node refers to itself."""
+    name: str = pydantic.Field(max_length=12)
+    children: list["Node"] = pydantic.Field(max_length=2)
+
+
+def nesting(value):
+    if isinstance(value, dict):
+        return 1 + max((nesting(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((nesting(v) for v in value), default=0)
+    return 0
+
+
+def test_recursive_schema_ends_within_the_nesting_cap(client):
+    # Sampled at temperature 1, a tree of up to two children per node grew until
+    # max_tokens in most seeds; the recursion is now unrolled to 10 levels of nesting
+    # (structured_output_max_nesting), so every sample ends.
+    schema = Node.model_json_schema()
+    for seed in range(5):
+        completion = chat(client, "Write a family tree as JSON.", temperature=1.0, seed=seed, max_tokens=2000,
+                          response_format={"type": "json_schema", "json_schema": {"name": "Node", "schema": schema}})
+        choice = completion.choices[0]
+        assert choice.finish_reason == "stop", (seed, choice.message.content[-200:])
+        tree = Node.model_validate_json(choice.message.content)
+        assert nesting(tree.model_dump()) <= 10

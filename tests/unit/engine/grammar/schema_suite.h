@@ -2,7 +2,8 @@
 // Test-only: the official JSON-Schema-Test-Suite (Debian json-schema-test-suite 2.0.0,
 // drafts 4, 6 and 7, every file including optional/, except refRemote.json whose
 // schemas need a server on localhost:1234), read once per test run: each schema
-// compiled in strict mode, each instance in canonical compact form (see
+// compiled in strict mode, with objects closed by default (sluice's default) and
+// open (JSON Schema's: closed_objects false), each instance in canonical compact form (see
 // schema_test_support.h). The suite tests (test_json_schema_suite*.cpp) run these
 // cases through the recognizer and the matcher.
 #include <algorithm>
@@ -28,7 +29,8 @@ struct SuiteCase {
   std::string keyword;  // the suite file's stem, optional/ files prefixed ("optional/format/date")
   std::string draft;    // "draft4", "draft6" or "draft7"
   std::string where;    // "draft7/items.json: a schema given for items"
-  std::optional<Grammar> grammar;  // empty: the compiler refused the schema (strict)
+  std::optional<Grammar> grammar;       // empty: the compiler refused the schema (strict)
+  std::optional<Grammar> open_grammar;  // the same with JSON Schema's open objects
   std::string refusal;             // the refusal's message when refused
   std::vector<SuiteInstance> instances;
 };
@@ -54,6 +56,9 @@ inline void read_suite_file(const std::filesystem::path& file, const std::string
     if (schema.is_object() && !schema.contains("$schema")) schema["$schema"] = suite_draft_uri(draft);
     try {
       c.grammar = compile_json_schema(schema.dump()).grammar;
+      JsonSchemaOptions open;
+      open.closed_objects = false;
+      c.open_grammar = compile_json_schema(schema.dump(), open).grammar;
     } catch (const GrammarError& e) {
       c.refusal = e.what();
     }

@@ -118,15 +118,79 @@ TEST_CASE("json schema: optional properties keep schema order; every subset, not
   for (const char* text : {R"({"b":1,"a":0})", R"({"a":0,"d":3,"c":2})", R"({"a":0,"a":0})", R"({"e":1})",
                            R"({,"a":0})", R"({"a":0,})", R"({"a":0 ,"b":1})"})
     CHECK_FALSE(schema_accepts(g, text));
-  // Required ones must appear; other names may come between listed ones (JSON Schema's
-  // default additionalProperties), but a listed name only in its place.
+  // Required ones must appear; with additionalProperties true, other names may come
+  // between listed ones, but a listed name only in its place.
   const Grammar open = compile(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
-      "required":["b"]})");
+      "required":["b"],"additionalProperties":true})");
   for (const char* text : {R"({"b":1})", R"({"a":1,"b":2})", R"({"x":1,"a":1,"y":[],"b":2,"z":{}})", R"({"ab":1,"b":2})",
                            R"({"":1,"b":2})", R"({"\u00e9":1,"b":2})"})
     CHECK(schema_accepts(open, text));
-  for (const char* text : {R"({"a":1})", R"({"b":2,"a":1})", R"({})", R"({"a":"x","b":2})"})
+  for (const char* text : {R"({"a":1})", R"({"b":2,"a":1})", R"({})", R"({"a":"x","b":2})", R"({"b":1,"b":2})"})
     CHECK_FALSE(schema_accepts(open, text));
+}
+
+TEST_CASE("json schema: an object that lists properties is closed unless it says otherwise") {
+  // A pydantic model's schema: no additionalProperties. instructor's Mode.JSON_SCHEMA got
+  // {"{{Italy}}":111,"":111,...} from an open object: names never listed, repeated.
+  const char* listed = R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},
+      "required":["name","age"]})";
+  const Grammar closed = compile(listed);
+  CHECK(schema_accepts(closed, R"({"name":"Rome","age":3})"));
+  for (const char* text : {R"({"name":"Rome","x":1,"age":3})", R"({"":111,"name":"Rome","age":3})",
+                           R"({"name":"Rome","age":3,"age":3})", R"({"name":"Rome","name":"Rome","age":3})"})
+    CHECK_FALSE(schema_accepts(closed, text));
+  // Nested objects too; a schema given for other names, or true, opens the object.
+  const Grammar nested = compile(R"({"type":"object","properties":{"p":{"type":"object","properties":{"q":{"type":"integer"}}}}})");
+  CHECK(schema_accepts(nested, R"({"p":{"q":1}})"));
+  CHECK_FALSE(schema_accepts(nested, R"({"p":{"q":1,"r":2}})"));
+  const Grammar typed = compile(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}})");
+  CHECK(schema_accepts(typed, R"({"a":1,"b":"x"})"));
+  CHECK_FALSE(schema_accepts(typed, R"({"a":1,"b":2})"));
+  // An object that lists nothing is any object (OpenAI's json_object), and the option
+  // gives JSON Schema's own default back.
+  CHECK(schema_accepts(compile(R"({"type":"object"})"), R"({"x":1,"y":{"z":[]}})"));
+  JsonSchemaOptions open;
+  open.closed_objects = false;
+  CHECK(schema_accepts(compile_json_schema(listed, open).grammar, R"({"name":"Rome","x":1,"age":3})"));
+}
+
+TEST_CASE("json schema: recursion is unrolled to max_recursive_nesting levels of objects and arrays") {
+  // A tree of nodes with up to two children each, as pydantic writes it.
+  const std::string tree = R"({"$defs":{"Node":{"type":"object","properties":{"name":{"type":"string"},
+      "children":{"type":"array","items":{"$ref":"#/$defs/Node"},"maxItems":2}},"required":["name","children"]}},
+      "$ref":"#/$defs/Node"})";
+  // A chain of n nodes, each the only child of the one before: 2n - 1 levels deep.
+  const auto chain = [](int n) {
+    std::string text;
+    for (int i = 0; i < n; ++i) text += R"({"name":"n","children":[)";
+    for (int i = 0; i < n; ++i) text += "]}";
+    return text;
+  };
+  for (int cap : {1, 2, 3, 10}) {
+    INFO("cap ", cap);
+    JsonSchemaOptions options;
+    options.limits.max_recursive_nesting = cap;
+    const Grammar g = compile_json_schema(tree, options).grammar;
+    // n nodes make 2n containers (an object and its array each): at most `cap` of
+    // them, except that the first node is always there.
+    int deepest = 0;
+    for (int n = 1; n <= 12; ++n)
+      if (schema_accepts(g, chain(n))) deepest = n;
+    CHECK(deepest == std::max(1, cap / 2));
+  }
+  // Direct recursion through an optional property, and the default cap of 10.
+  const Grammar linked = compile(R"({"type":"object","properties":{"v":{"type":"integer"},"next":{"$ref":"#"}},"required":["v"]})");
+  std::string list = R"({"v":0})";
+  for (int depth = 1; depth < 10; ++depth) list = R"({"v":0,"next":)" + list + "}";
+  CHECK(schema_accepts(linked, list));  // 10 objects deep
+  CHECK_FALSE(schema_accepts(linked, R"({"v":0,"next":)" + list + "}"));
+  // A recursion that must go on is refused, naming the limit.
+  try {
+    compile(R"({"type":"object","properties":{"next":{"$ref":"#"}},"required":["next"]})");
+    FAIL("compiled");
+  } catch (const GrammarError& e) {
+    CHECK(std::string(e.what()).find("max_recursive_nesting") != std::string::npos);
+  }
 }
 
 TEST_CASE("json schema: strings, escapes and lengths in characters") {
@@ -245,7 +309,7 @@ TEST_CASE("json schema: invalid and unsatisfiable schemas name their path") {
   CHECK(refusal(R"({"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]})") == "");  // infinite
   CHECK(refusal(R"({"allOf":[{"type":"string"},{"type":"integer"}]})") == "/allOf/1/type");
   // A property that cannot have a value must be absent, and is no "other" name either.
-  const Grammar g = compile(R"({"type":"object","properties":{"a":false,"b":{"type":"integer"}}})");
+  const Grammar g = compile(R"({"type":"object","properties":{"a":false,"b":{"type":"integer"}},"additionalProperties":true})");
   CHECK(schema_accepts(g, R"({"b":1,"c":2})"));
   CHECK_FALSE(schema_accepts(g, R"({"a":1,"b":1})"));
   CHECK_FALSE(schema_accepts(g, R"({"b":1,"a":1})"));
