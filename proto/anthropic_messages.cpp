@@ -41,21 +41,18 @@ Error read_text(const OJson& block, const std::string& param, const std::string&
   return std::nullopt;
 }
 
-// Keys every block may carry that change nothing here (prompt caching, citations).
-bool is_ignored_block_key(const std::string& key) { return key == "cache_control" || key == "citations"; }
-
-Error only_keys(const OJson& block, const std::string& param, std::initializer_list<std::string_view> keys) {
-  for (const auto& [key, value] : block.items()) {
-    if (key == "type" || is_ignored_block_key(key)) continue;
-    bool known = false;
-    for (std::string_view k : keys) known |= key == k;
-    if (!known) return fields::unknown_field(param + "." + key);
-  }
-  return std::nullopt;
+// The fields the SDK's block types carry that change nothing here, ignored by name
+// (strict or not): cache_control on any block (prompt caching: the prefix cache needs
+// no breakpoints), citations on text blocks (a sent-back answer's sources), caller on
+// tool_use blocks (who invoked the tool; anthropic 2.14 echoes it in every sent-back
+// tool_use). Any other key goes to the policy.
+Error text_block_keys(const OJson& block, const std::string& param, const fields::FieldPolicy& policy) {
+  return policy.check_keys(block, param, {"type", "text"}, {"cache_control", "citations"});
 }
 
 // A string, or text blocks joined with "\n" (system, tool_result content).
-Error read_text_or_blocks(const OJson& v, const std::string& param, std::string& out) {
+Error read_text_or_blocks(const OJson& v, const std::string& param, std::string& out,
+                          const fields::FieldPolicy& policy) {
   if (v.is_string()) {
     out = v.get<std::string>();
     return std::nullopt;
@@ -67,7 +64,7 @@ Error read_text_or_blocks(const OJson& v, const std::string& param, std::string&
     std::string type, text;
     if (auto e = block_type(v[j], block_param, type)) return e;
     if (type != "text") return unsupported_value(block_param + ".type", type, "only 'text' blocks are supported here.");
-    if (auto e = only_keys(v[j], block_param, {"text"})) return e;
+    if (auto e = text_block_keys(v[j], block_param, policy)) return e;
     if (auto e = read_text(v[j], block_param, "text", text)) return e;
     if (j > 0) joined += '\n';
     joined += text;
@@ -76,14 +73,17 @@ Error read_text_or_blocks(const OJson& v, const std::string& param, std::string&
   return std::nullopt;
 }
 
-// What one Anthropic message becomes: chat messages in the OpenAI wire form.
+// What the Anthropic messages become: chat messages in the OpenAI wire form.
 struct Translation {
+  explicit Translation(const fields::FieldPolicy& p) : policy(p) {}
+  const fields::FieldPolicy& policy;  // unknown keys inside the messages
   OJson messages = OJson::array();
   std::set<std::string> tool_use_ids;  // of the assistant turns so far
 };
 
 Error read_tool_use(const OJson& block, const std::string& param, OJson& call, Translation& t) {
-  if (auto e = only_keys(block, param, {"id", "name", "input"})) return e;
+  if (auto e = t.policy.check_keys(block, param, {"type", "id", "name", "input"}, {"cache_control", "caller"}))
+    return e;
   std::string id, name;
   if (auto e = read_text(block, param, "id", id)) return e;
   if (auto e = read_text(block, param, "name", name)) return e;
@@ -96,7 +96,8 @@ Error read_tool_use(const OJson& block, const std::string& param, OJson& call, T
 }
 
 Error read_tool_result(const OJson& block, const std::string& param, OJson& message, const Translation& t) {
-  if (auto e = only_keys(block, param, {"tool_use_id", "content", "is_error"})) return e;
+  if (auto e = t.policy.check_keys(block, param, {"type", "tool_use_id", "content", "is_error"}, {"cache_control"}))
+    return e;
   std::string id, content;
   if (auto e = read_text(block, param, "tool_use_id", id)) return e;
   if (!t.tool_use_ids.contains(id)) {
@@ -106,7 +107,7 @@ Error read_tool_result(const OJson& block, const std::string& param, OJson& mess
   }
   auto value = block.find("content");
   if (value != block.end() && !value->is_null()) {
-    if (auto e = read_text_or_blocks(*value, param + ".content", content)) return e;
+    if (auto e = read_text_or_blocks(*value, param + ".content", content, t.policy)) return e;
   }
   auto is_error = block.find("is_error");
   if (is_error != block.end() && !is_error->is_null() && !is_error->is_boolean())
@@ -128,7 +129,7 @@ Error read_blocks(const OJson& content, const std::string& param, const std::str
     if (auto e = block_type(block, block_param, type)) return e;
     if (type == "text") {
       std::string piece;
-      if (auto e = only_keys(block, block_param, {"text"})) return e;
+      if (auto e = text_block_keys(block, block_param, t.policy)) return e;
       if (auto e = read_text(block, block_param, "text", piece)) return e;
       text += (has_text ? "\n" : "") + piece;
       has_text = true;
@@ -141,11 +142,13 @@ Error read_blocks(const OJson& content, const std::string& param, const std::str
       t.messages.push_back(std::move(message));
     } else if (type == "thinking" && role == "assistant") {
       std::string piece;
-      if (auto e = only_keys(block, block_param, {"thinking", "signature"})) return e;
+      if (auto e = t.policy.check_keys(block, block_param, {"type", "thinking", "signature"}, {"cache_control"}))
+        return e;
       if (auto e = read_text(block, block_param, "thinking", piece)) return e;
       reasoning += piece;
     } else if (type == "redacted_thinking" && role == "assistant") {
       // Opaque to anyone but its maker: nothing to show the template.
+      if (auto e = t.policy.check_keys(block, block_param, {"type", "data"}, {"cache_control"})) return e;
     } else {
       return unsupported_value(block_param + ".type", type,
                                role == "user" ? "user messages take 'text' and 'tool_result' blocks."
@@ -175,8 +178,7 @@ Error read_message(const OJson& m, const std::string& param, Translation& t) {
     return unsupported_value(param + ".role", r, "messages take the roles 'user' and 'assistant' (system is a field).");
   auto content = m.find("content");
   if (content == m.end() || content->is_null()) return fields::missing_field(param + ".content");
-  for (const auto& [key, value] : m.items())
-    if (key != "role" && key != "content") return fields::unknown_field(param + "." + key);
+  if (auto e = t.policy.check_keys(m, param, {"role", "content"})) return e;
   if (content->is_string()) {
     t.messages.push_back({{"role", r}, {"content", *content}});
     return std::nullopt;
@@ -193,9 +195,12 @@ Error read_messages(const OJson& v, Translation& t) {
   return std::nullopt;
 }
 
-// tools[i]: {"name", "description", "input_schema"} (type "custom" or none); the
-// server tools (web search, code execution, ...) are Anthropic's own.
-Error read_tools(const OJson& v, OJson& out) {
+// tools[i]: {"name", "description", "input_schema", "strict"} (type "custom" or none);
+// the server tools (web search, code execution, ...) are Anthropic's own. Ignored by
+// name: cache_control, eager_input_streaming (how the input streams: as it comes here),
+// defer_loading and allowed_callers (tool search and programmatic calls, which sluice
+// does not run: every tool is in the prompt and called directly), input_examples.
+Error read_tools(const OJson& v, OJson& out, const fields::FieldPolicy& policy) {
   if (v.is_null()) return std::nullopt;
   if (!v.is_array()) return type_error("tools", "an array of tools", v);
   out = OJson::array();
@@ -217,8 +222,15 @@ Error read_tools(const OJson& v, OJson& out) {
       } else if (key == "input_schema") {
         if (!value.is_object()) return type_error(field, "a JSON Schema object", value);
         function["parameters"] = value;
-      } else if (!is_ignored_block_key(key)) {
-        return fields::unknown_field(field);
+      } else if (key == "strict") {
+        // The same promise as a chat function's strict: the input follows the schema.
+        if (!value.is_null() && !value.is_boolean()) return type_error(field, "a boolean", value);
+        if (!value.is_null()) function["strict"] = value;
+      } else if (key == "cache_control" || key == "eager_input_streaming" || key == "defer_loading" ||
+                 key == "allowed_callers" || key == "input_examples") {
+        policy.ignore(field, value);
+      } else if (auto e = policy.unknown(field)) {
+        return e;
       }
     }
     if (!function.contains("name")) return fields::missing_field(param + ".name");
@@ -230,7 +242,7 @@ Error read_tools(const OJson& v, OJson& out) {
 
 // tool_choice: {"type": "auto" | "any" | "tool" (with "name") | "none",
 // "disable_parallel_tool_use": bool}.
-Error read_tool_choice(const OJson& v, OJson& choice, bool& parallel) {
+Error read_tool_choice(const OJson& v, OJson& choice, bool& parallel, const fields::FieldPolicy& policy) {
   if (v.is_null()) return std::nullopt;
   if (!v.is_object()) return type_error("tool_choice", "an object", v);
   std::string type, name;
@@ -242,8 +254,8 @@ Error read_tool_choice(const OJson& v, OJson& choice, bool& parallel) {
     } else if (key == "disable_parallel_tool_use") {
       if (!value.is_boolean()) return type_error("tool_choice." + key, "a boolean", value);
       parallel = !value.get<bool>();
-    } else {
-      return fields::unknown_field("tool_choice." + key);
+    } else if (auto e = policy.unknown("tool_choice." + key)) {
+      return e;
     }
   }
   if (type == "auto" || type == "none") {
@@ -259,21 +271,60 @@ Error read_tool_choice(const OJson& v, OJson& choice, bool& parallel) {
   return std::nullopt;
 }
 
-// thinking: {"type": "enabled", "budget_tokens": N} | {"type": "disabled"}: whether the
-// template opens the model's reasoning (the budget is not enforced).
-Error read_thinking(const OJson& v, OJson& kwargs) {
+// thinking: {"type": "enabled", "budget_tokens": N} | {"type": "adaptive"} |
+// {"type": "disabled"}: whether the template opens the model's reasoning (the budget is
+// not enforced; `display`, how the answer shows the reasoning, is ignored by name).
+Error read_thinking(const OJson& v, OJson& kwargs, const fields::FieldPolicy& policy) {
   if (v.is_null()) return std::nullopt;
   std::string type;
   if (auto e = block_type(v, "thinking", type)) return e;
   for (const auto& [key, value] : v.items()) {
     if (key == "type") continue;
-    if (key != "budget_tokens" || type != "enabled") return fields::unknown_field("thinking." + key);
+    if (key == "display" && type != "disabled") {
+      if (!value.is_null() && !value.is_string()) return type_error("thinking.display", "a string", value);
+      policy.ignore("thinking.display", value);
+      continue;
+    }
+    if (key != "budget_tokens" || type != "enabled") {
+      if (auto e = policy.unknown("thinking." + key)) return e;
+      continue;
+    }
     if (!value.is_number_integer() || value.get<int64_t>() < 1)
       return type_error("thinking.budget_tokens", "a positive integer", value);
   }
   if (type != "enabled" && type != "disabled" && type != "adaptive")
     return unsupported_value("thinking.type", type, "supported types are 'enabled', 'adaptive' and 'disabled'.");
   kwargs["enable_thinking"] = type != "disabled";
+  return std::nullopt;
+}
+
+// output_config: {"effort": ..., "format": {"type": "json_schema", "schema": {...}}}.
+// The format is the chat request's response_format (a strict json_schema: Anthropic's
+// structured outputs follow the schema); effort has no meaning here (ignored by name).
+Error read_output_config(const OJson& v, OJson& response_format, const fields::FieldPolicy& policy) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_object()) return type_error("output_config", "an object", v);
+  for (const auto& [key, value] : v.items()) {
+    const std::string field = "output_config." + key;
+    if (key == "effort") {
+      if (!value.is_null() && !value.is_string()) return type_error(field, "a string", value);
+      policy.ignore(field, value);
+    } else if (key == "format") {
+      if (value.is_null()) continue;
+      std::string type;
+      if (auto e = block_type(value, field, type)) return e;
+      if (type != "json_schema")
+        return unsupported_value(field + ".type", type, "the supported type is 'json_schema'.");
+      if (auto e = policy.check_keys(value, field, {"type", "schema"})) return e;
+      auto schema = value.find("schema");
+      if (schema == value.end() || schema->is_null()) return fields::missing_field(field + ".schema");
+      if (!schema->is_object()) return type_error(field + ".schema", "a JSON Schema object", *schema);
+      response_format = {{"type", "json_schema"},
+                         {"json_schema", {{"name", "output"}, {"schema", *schema}, {"strict", true}}}};
+    } else if (auto e = policy.unknown(field)) {
+      return e;
+    }
+  }
   return std::nullopt;
 }
 
@@ -289,6 +340,8 @@ ApiError in_messages_terms(ApiError error) {
     for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
   };
   for (std::string* s : {&error.param, &error.message}) {
+    rename(*s, "response_format.json_schema.", "output_config.format.");
+    rename(*s, "response_format", "output_config.format");
     rename(*s, ".function.parameters", ".input_schema");
     rename(*s, ".function.", ".");
     rename(*s, "'stop'", "'stop_sequences'");
@@ -303,12 +356,13 @@ MessagesParse parse_messages_request(std::string_view body, const ParseOptions& 
   if (auto e = fields::parse_object(body, checked)) return *e;
   const OJson in = OJson::parse(body);
   OJson chat = OJson::object();
-  Translation t;
+  std::vector<std::string> ignored;
+  const fields::FieldPolicy policy(parse.strict_fields, ignored);
+  Translation t(policy);
   OJson system_message;
   OJson kwargs = OJson::object();
   bool parallel = true;
   bool has_messages = false, has_max_tokens = false;
-  std::vector<std::string> ignored;
   for (const auto& [key, value] : in.items()) {
     Error e;
     if (is_passed_through(key) && !(count_tokens && key != "model")) {
@@ -320,7 +374,7 @@ MessagesParse parse_messages_request(std::string_view body, const ParseOptions& 
       }
     } else if (key == "system") {
       std::string text;
-      if (!value.is_null()) e = read_text_or_blocks(value, "system", text);
+      if (!value.is_null()) e = read_text_or_blocks(value, "system", text, policy);
       if (!e && !value.is_null()) system_message = {{"role", "system"}, {"content", text}};
     } else if (key == "messages") {
       if (!value.is_null()) {
@@ -331,24 +385,28 @@ MessagesParse parse_messages_request(std::string_view body, const ParseOptions& 
       chat["stop"] = value;
     } else if (key == "tools") {
       OJson tools;
-      e = read_tools(value, tools);
+      e = read_tools(value, tools, policy);
       if (!e && !tools.is_null()) chat["tools"] = std::move(tools);
     } else if (key == "tool_choice") {
       OJson choice;
-      e = read_tool_choice(value, choice, parallel);
+      e = read_tool_choice(value, choice, parallel, policy);
       if (!e && !choice.is_null()) chat["tool_choice"] = std::move(choice);
     } else if (key == "thinking") {
-      e = read_thinking(value, kwargs);
-    } else if (key == "metadata" && !count_tokens) {
+      e = read_thinking(value, kwargs, policy);
+    } else if (key == "output_config") {
+      OJson response_format;
+      e = read_output_config(value, response_format, policy);
+      if (!e && !response_format.is_null()) chat["response_format"] = std::move(response_format);
+    } else if (key == "cache_control" || (key == "metadata" && !count_tokens)) {
+      // Prompt caching (the prefix cache needs no breakpoints); the caller's metadata.
       if (!value.is_null() && !value.is_object()) e = type_error(key, "an object", value);
-      if (!e && !value.is_null()) ignored.push_back(key);
-    } else if (key == "service_tier" && !count_tokens) {
+      if (!e) policy.ignore(key, value);
+    } else if ((key == "service_tier" || key == "container" || key == "inference_geo") && !count_tokens) {
+      // Capacity tiers, code-execution containers (no such tool here), where it runs.
       if (!value.is_null() && !value.is_string()) e = type_error(key, "a string", value);
-      if (!e && !value.is_null()) ignored.push_back(key);
-    } else if (parse.strict_fields) {
-      e = fields::unknown_field(key);
+      if (!e) policy.ignore(key, value);
     } else {
-      ignored.push_back(key);
+      e = policy.unknown(key);
     }
     if (e) return *e;
   }

@@ -6,7 +6,12 @@
 // JSON text); a user's tool_result blocks become tool messages (before the user's
 // text, as Anthropic orders them); tools' input_schema is the function's parameters;
 // tool_choice any -> required, tool -> the named function; thinking -> the
-// template's enable_thinking. Errors name the Anthropic field ("messages[1].content[0].id").
+// template's enable_thinking; output_config.format -> a strict json_schema
+// response_format. Errors name the Anthropic field ("messages[1].content[0].id").
+// Unknown keys, at any depth, follow ParseOptions::strict_fields (fields::FieldPolicy):
+// ignored and listed by path in ignored_fields, or the 400 naming that path. The SDK's
+// fields that change nothing here (a tool_use's caller, a text block's citations,
+// cache_control anywhere, ...) are ignored by name, strict or not.
 #include <string>
 #include <string_view>
 #include <variant>

@@ -14,7 +14,7 @@ namespace {
 
 constexpr int32_t kMaxTopLogprobs = 20;
 
-Error read_content(const Json& v, const std::string& param, std::string& out) {
+Error read_content(const Json& v, const std::string& param, std::string& out, const fields::FieldPolicy& policy) {
   if (v.is_string()) {
     out = v.get<std::string>();
     return std::nullopt;
@@ -33,18 +33,13 @@ Error read_content(const Json& v, const std::string& param, std::string& out) {
                                  "' are not supported; only 'text' is.",
                              part_param + ".type");
     }
-    std::string text;
-    bool has_text = false;
-    for (const auto& [key, value] : part.items()) {
-      if (key == "type") continue;
-      if (key != "text") return fields::unknown_field(part_param + "." + key);
-      if (!value.is_string()) return fields::type_error(part_param + ".text", "a string", value);
-      text = value.get<std::string>();
-      has_text = true;
-    }
-    if (!has_text) return fields::missing_field(part_param + ".text");
+    // prompt_cache_breakpoint: OpenAI's explicit prompt caching; the prefix cache needs no marks.
+    if (auto e = policy.check_keys(part, part_param, {"type", "text"}, {"prompt_cache_breakpoint"})) return e;
+    auto text = part.find("text");
+    if (text == part.end()) return fields::missing_field(part_param + ".text");
+    if (!text->is_string()) return fields::type_error(part_param + ".text", "a string", *text);
     if (j > 0) joined += '\n';
-    joined += text;
+    joined += text->get_ref<const std::string&>();
   }
   out = std::move(joined);
   return std::nullopt;
@@ -52,7 +47,8 @@ Error read_content(const Json& v, const std::string& param, std::string& out) {
 
 // messages[i].tool_calls[j].function: {"name", "arguments"}; also the legacy
 // function_call of an assistant message.
-Error read_call_function(const Json& f, const std::string& param, ChatToolCall& out) {
+Error read_call_function(const Json& f, const std::string& param, ChatToolCall& out,
+                         const fields::FieldPolicy& policy) {
   if (!f.is_object()) return fields::type_error(param, "an object", f);
   bool has_name = false, has_arguments = false;
   for (const auto& [key, value] : f.items()) {
@@ -66,7 +62,7 @@ Error read_call_function(const Json& f, const std::string& param, ChatToolCall& 
       e = fields::read_string(value, field, out.arguments);
       has_arguments = !value.is_null();
     } else {
-      e = fields::unknown_field(field);
+      e = policy.unknown(field);
     }
     if (e) return e;
   }
@@ -76,7 +72,7 @@ Error read_call_function(const Json& f, const std::string& param, ChatToolCall& 
 }
 
 // messages[i].tool_calls[j]: {"id", "type": "function", "function": {...}}.
-Error read_tool_call(const Json& call, const std::string& param, ChatToolCall& out) {
+Error read_tool_call(const Json& call, const std::string& param, ChatToolCall& out, const fields::FieldPolicy& policy) {
   if (!call.is_object()) return fields::type_error(param, "an object", call);
   bool has_function = false;
   for (const auto& [key, value] : call.items()) {
@@ -98,10 +94,10 @@ Error read_tool_call(const Json& call, const std::string& param, ChatToolCall& o
       }
     } else if (key == "function") {
       if (value.is_null()) continue;
-      e = read_call_function(value, field, out);
+      e = read_call_function(value, field, out, policy);
       has_function = true;
     } else {
-      e = fields::unknown_field(field);
+      e = policy.unknown(field);
     }
     if (e) return e;
   }
@@ -109,11 +105,12 @@ Error read_tool_call(const Json& call, const std::string& param, ChatToolCall& o
   return std::nullopt;
 }
 
-Error read_tool_calls(const Json& v, const std::string& param, std::vector<ChatToolCall>& out) {
+Error read_tool_calls(const Json& v, const std::string& param, std::vector<ChatToolCall>& out,
+                      const fields::FieldPolicy& policy) {
   if (!v.is_array()) return fields::type_error(param, "an array of tool calls", v);
   std::vector<ChatToolCall> calls(v.size());
   for (size_t j = 0; j < v.size(); ++j) {
-    if (auto e = read_tool_call(v[j], param + "[" + std::to_string(j) + "]", calls[j])) return e;
+    if (auto e = read_tool_call(v[j], param + "[" + std::to_string(j) + "]", calls[j], policy)) return e;
   }
   out = std::move(calls);
   return std::nullopt;
@@ -126,7 +123,7 @@ ApiError only_on(const std::string& field, const char* role) {
 // The message fields only one role may carry (when not null). `legacy_function`: the
 // message came with the legacy role "function" (now "tool"), which has no call id.
 Error read_role_field(const std::string& key, const Json& value, const std::string& field, bool legacy_function,
-                      ChatMessage& out, bool& handled) {
+                      ChatMessage& out, bool& handled, const fields::FieldPolicy& policy) {
   handled = true;
   if (key == "tool_call_id") {
     if (value.is_null()) return std::nullopt;
@@ -140,14 +137,14 @@ Error read_role_field(const std::string& key, const Json& value, const std::stri
     if (!out.tool_calls.empty()) {
       return fields::unsupported(field, "and the legacy 'function_call' must not both be sent.");
     }
-    return read_tool_calls(value, field, out.tool_calls);
+    return read_tool_calls(value, field, out.tool_calls, policy);
   }
   if (key == "function_call") {
     if (value.is_null()) return std::nullopt;
     if (out.role != "assistant") return only_on(field, "assistant");
     if (!out.tool_calls.empty()) return fields::unsupported(field, "and 'tool_calls' must not both be sent.");
     out.tool_calls.emplace_back();
-    return read_call_function(value, field, out.tool_calls.back());
+    return read_call_function(value, field, out.tool_calls.back(), policy);
   }
   if (key == "reasoning_content" || key == "reasoning") {
     if (value.is_null()) return std::nullopt;
@@ -164,7 +161,7 @@ Error read_role_field(const std::string& key, const Json& value, const std::stri
   return std::nullopt;
 }
 
-Error read_message(const Json& m, const std::string& param, ChatMessage& out) {
+Error read_message(const Json& m, const std::string& param, ChatMessage& out, const fields::FieldPolicy& policy) {
   if (!m.is_object()) return fields::type_error(param, "an object", m);
   auto role = m.find("role");
   if (role == m.end() || role->is_null()) return fields::missing_field(param + ".role");
@@ -184,11 +181,11 @@ Error read_message(const Json& m, const std::string& param, ChatMessage& out) {
     std::string field = param + "." + key;
     if (key == "role") continue;
     bool handled = false;
-    if (auto e = read_role_field(key, value, field, legacy_function, out, handled)) return e;
+    if (auto e = read_role_field(key, value, field, legacy_function, out, handled, policy)) return e;
     if (handled) continue;
     if (key == "content") {
       if (value.is_null()) continue;
-      if (auto e = read_content(value, field, out.content)) return e;
+      if (auto e = read_content(value, field, out.content, policy)) return e;
       has_content = true;
     } else if (key == "name") {
       if (auto e = fields::read_opt_string(value, field, out.name)) return e;
@@ -197,8 +194,11 @@ Error read_message(const Json& m, const std::string& param, ChatMessage& out) {
       // a feature we do not have.
       bool nothing = value.is_null() || (value.is_array() && value.empty());
       if (!nothing) return fields::unsupported(field, "is not supported.");
-    } else {
-      return fields::unknown_field(field);
+    } else if (key == "annotations") {
+      // The url citations of an OpenAI answer sent back with it: nothing for the template.
+      policy.ignore(field, value);
+    } else if (auto e = policy.unknown(field)) {
+      return e;
     }
   }
   // An assistant turn may be empty (OpenAI allows null content there, and a turn that
@@ -275,7 +275,8 @@ Error resolve_continuation(const std::vector<ChatMessage>& messages, bool contin
   return std::nullopt;
 }
 
-Error parse_chat_messages(const Json& value, const std::string& param, std::vector<ChatMessage>& out) {
+Error parse_chat_messages(const Json& value, const std::string& param, std::vector<ChatMessage>& out,
+                          const fields::FieldPolicy& policy) {
   if (!value.is_array()) return fields::type_error(param, "an array of messages", value);
   if (value.empty()) return invalid_request("'" + param + "' must hold at least one message.", param);
   std::vector<ChatMessage> messages(value.size());
@@ -283,7 +284,7 @@ Error parse_chat_messages(const Json& value, const std::string& param, std::vect
   for (size_t i = 0; i < value.size(); ++i) {
     std::string message_param = param + "[" + std::to_string(i) + "]";
     ChatMessage& message = messages[i];
-    if (auto e = read_message(value[i], message_param, message)) return e;
+    if (auto e = read_message(value[i], message_param, message, policy)) return e;
     for (const auto& call : message.tool_calls) {
       if (!call.id.empty()) call_ids.insert(call.id);
     }
@@ -301,6 +302,7 @@ Error parse_chat_messages(const Json& value, const std::string& param, std::vect
 ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
   if (!body.is_object()) return invalid_request("The request body must be a JSON object.");
   ChatRequest req;
+  const fields::FieldPolicy policy(parse.strict_fields, req.ignored_fields);
   std::optional<int32_t> max_tokens, max_completion_tokens, top_logprobs;
   bool logprobs = false;
   bool has_messages = false;
@@ -315,7 +317,7 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
     Error e;
     if (key == "messages") {
       if (!value.is_null()) {
-        e = parse_chat_messages(value, key, req.messages);
+        e = parse_chat_messages(value, key, req.messages, policy);
         has_messages = true;
       }
     } else if (key == "max_tokens") {
@@ -343,13 +345,13 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
     } else if (key == "audio" || key == "web_search_options") {
       if (!value.is_null()) e = fields::unsupported(key, "is not supported.");
     } else {
-      e = unknown_key(key, req, parse);
+      e = policy.unknown(key);
     }
     if (e) return *e;
   }
   if (auto e = check_generation_options(body, req)) return *e;
   if (!has_messages) return fields::missing_field("messages");
-  if (auto e = parse_chat_tools(body, req.tools, req.tool_choice)) return *e;
+  if (auto e = parse_chat_tools(body, req.tools, req.tool_choice, policy)) return *e;
   if (auto e = resolve_continuation(req.messages, req.continue_final_message, add_generation_prompt,
                                     req.add_generation_prompt))
     return *e;

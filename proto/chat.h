@@ -1,7 +1,10 @@
 #pragma once
 // POST /v1/chat/completions: the body parsed and validated into a ChatRequest, or
 // the 400 that names the offending field (down to "messages[1].content[0].type").
-// Every key is either understood or refused; explicit nulls mean "default".
+// Every key is understood, ignored by name (OpenAI fields that ask for nothing here,
+// such as an echoed assistant message's `annotations`), or unknown: at any depth, an
+// unknown key is ignored and listed in ignored_fields unless ParseOptions::strict_fields
+// makes it a 400 naming its path. Explicit nulls mean "default".
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,8 +84,8 @@ fields::Error resolve_continuation(const std::vector<ChatMessage>& messages, boo
                                    std::optional<bool> add_generation_prompt, bool& resolved);
 
 // The "messages" array on its own (also used by /tokenize). Errors name
-// `param`[i]... .
+// `param`[i]... ; unknown keys inside the messages go to `policy`.
 fields::Error parse_chat_messages(const nlohmann::json& value, const std::string& param,
-                                  std::vector<ChatMessage>& out);
+                                  std::vector<ChatMessage>& out, const fields::FieldPolicy& policy);
 
 }  // namespace sluice::proto

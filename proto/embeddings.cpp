@@ -63,6 +63,7 @@ EmbeddingsParse parse_embeddings_request(std::string_view body_text, bool strict
   Json body;
   if (auto e = fields::parse_object(body_text, body)) return *e;
   EmbeddingsRequest req;
+  const fields::FieldPolicy policy(strict_fields, req.ignored_fields);
   bool has_input = false;
   for (const auto& [key, value] : body.items()) {
     Error e;
@@ -93,10 +94,8 @@ EmbeddingsParse parse_embeddings_request(std::string_view body_text, bool strict
       }
     } else if (key == "add_special_tokens") {
       e = fields::read_bool(value, key, req.add_special_tokens);
-    } else if (strict_fields) {
-      e = fields::unknown_field(key);
     } else {
-      req.ignored_fields.push_back(key);
+      e = policy.unknown(key);
     }
     if (e) return *e;
   }

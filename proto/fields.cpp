@@ -142,6 +142,12 @@ ApiError unknown_field(const std::string& param) {
   return invalid_request("Unrecognized request argument supplied: " + param, param);
 }
 
+Error FieldPolicy::unknown(const std::string& param) const {
+  if (strict_) return unknown_field(param);
+  ignored_->push_back(param);
+  return std::nullopt;
+}
+
 ApiError missing_field(const std::string& param) {
   return invalid_request("Missing required parameter: '" + param + "'.", param);
 }

@@ -4,7 +4,9 @@
 // either stores it or returns the ApiError naming the field (`param`). An explicit
 // null leaves the destination untouched: optional fields keep their default.
 // Nothing here throws.
+#include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,6 +39,47 @@ ApiError range_error(const std::string& param, const Json& got, std::string_view
 ApiError unknown_field(const std::string& param);
 ApiError missing_field(const std::string& param);
 ApiError unsupported(const std::string& param, std::string_view what);
+
+// What a parser does with an object key it does not know, at any depth of any API
+// (the body's own keys, a message's, a content block's, a tool's, ...): with `strict`
+// (the server's strict_request_fields) a 400 naming the key's full path
+// ("messages[1].content[0].caller"); else the key is skipped and that path recorded in
+// `ignored` (the server logs it at debug). Keys a current SDK sends that change nothing
+// here are known by name: ignore() records them, strict or not. One policy serves a
+// whole request; the readers of nested objects take it by reference.
+class FieldPolicy {
+ public:
+  FieldPolicy(bool strict, std::vector<std::string>& ignored) : strict_(strict), ignored_(&ignored) {}
+
+  bool strict() const { return strict_; }
+  // An unknown key at `param`: the 400 when strict, else recorded and nullopt.
+  Error unknown(const std::string& param) const;
+  // A key known to ask for nothing: recorded (unless null) and never an error.
+  template <class J>
+  void ignore(const std::string& param, const J& value) const {
+    if (!value.is_null()) ignored_->push_back(param);
+  }
+  // Every key of `object` (which sits at `param`): those in `known` are the caller's to
+  // read; those in `ignored_by_name` are ignore()d; any other is unknown().
+  template <class J>
+  Error check_keys(const J& object, const std::string& param, std::initializer_list<std::string_view> known,
+                   std::initializer_list<std::string_view> ignored_by_name = {}) const {
+    for (const auto& [key, value] : object.items()) {
+      const auto is = [&key](std::string_view k) { return key == k; };
+      if (std::any_of(known.begin(), known.end(), is)) continue;
+      if (std::any_of(ignored_by_name.begin(), ignored_by_name.end(), is)) {
+        ignore(param + "." + key, value);
+      } else if (auto e = unknown(param + "." + key)) {
+        return e;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  bool strict_;
+  std::vector<std::string>* ignored_;
+};
 
 // Integers accept JSON integers and floats with no fractional part (16.0), as
 // pydantic does for vLLM; range is inclusive.

@@ -87,14 +87,14 @@ void mark_given(const std::string& key, engine::SamplingFieldsGiven& given) {
 }  // namespace
 
 Error unknown_key(const std::string& param, GenerationOptions& options, const ParseOptions& parse) {
-  if (parse.strict_fields) return fields::unknown_field(param);
-  options.ignored_fields.push_back(param);
-  return std::nullopt;
+  return fields::FieldPolicy(parse.strict_fields, options.ignored_fields).unknown(param);
 }
 
 Error apply_generation_field(const std::string& key, const Json& value, GenerationOptions& options,
                              bool& handled, const ParseOptions& parse) {
-  if (auto e = apply_structured_output_field(key, value, options.structured_output, handled); e || handled) return e;
+  const fields::FieldPolicy policy(parse.strict_fields, options.ignored_fields);
+  if (auto e = apply_structured_output_field(key, value, options.structured_output, handled, policy); e || handled)
+    return e;
   handled = true;
   auto& s = options.sampling;
   mark_given(key, options.given);

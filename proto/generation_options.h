@@ -17,8 +17,9 @@ namespace sluice::proto {
 
 // How lenient the parsers are; the server fills it from its config.
 struct ParseOptions {
-  // Unknown body keys: 400 when strict, else ignored (listed in ignored_fields and
-  // logged at debug by the server), as vLLM does.
+  // Unknown keys, at the top of the body or inside any of its objects: 400 naming
+  // the key's path when strict, else ignored (listed in ignored_fields and logged at
+  // debug by the server), as vLLM does (fields::FieldPolicy).
   bool strict_fields = false;
   // `priority` is honoured only when the operator allows it (within
   // +-kMaxPriority); otherwise it is type-checked and ignored.

@@ -36,8 +36,9 @@ std::string at(const std::string& param, size_t i) { return param + "[" + std::t
 // --- input ---
 
 // A message's content: a string, or parts of type input_text (output_text when an
-// earlier response's message is sent back) as chat text parts.
-Error read_content(const OJson& v, const std::string& param, OJson& out) {
+// earlier response's message is sent back) as chat text parts. Ignored by name: an
+// output_text's annotations and logprobs, a part's prompt_cache_breakpoint.
+Error read_content(const OJson& v, const std::string& param, OJson& out, const fields::FieldPolicy& policy) {
   if (v.is_string()) {
     out = v;
     return std::nullopt;
@@ -57,6 +58,9 @@ Error read_content(const OJson& v, const std::string& param, OJson& out) {
                                  "response) are.",
                              part_param + ".type");
     }
+    if (auto e = policy.check_keys(part, part_param, {"type", "text"},
+                                   {"annotations", "logprobs", "prompt_cache_breakpoint"}))
+      return e;
     auto text = part.find("text");
     if (text == part.end()) return fields::missing_field(part_param + ".text");
     std::string value;
@@ -67,8 +71,9 @@ Error read_content(const OJson& v, const std::string& param, OJson& out) {
 }
 
 // {role, content} (type "message" or none): an earlier response's message item may
-// carry its id and status too.
-Error read_message_item(const OJson& item, const std::string& param, OJson& messages) {
+// carry its id, status and phase too (ignored by name).
+Error read_message_item(const OJson& item, const std::string& param, OJson& messages,
+                        const fields::FieldPolicy& policy) {
   std::string role;
   auto r = item.find("role");
   if (r == item.end()) return fields::missing_field(param + ".role");
@@ -79,11 +84,10 @@ Error read_message_item(const OJson& item, const std::string& param, OJson& mess
                                "'; expected 'user', 'assistant', 'system' or 'developer'.",
                            param + ".role");
   }
+  if (auto e = policy.check_keys(item, param, {"role", "type", "content"}, {"id", "status", "phase"})) return e;
   OJson content;
-  for (const auto& [key, value] : item.items()) {
-    if (key == "role" || key == "type" || key == "id" || key == "status") continue;
-    if (key != "content") return fields::unknown_field(param + "." + key);
-    if (auto e = read_content(value, param + ".content", content)) return e;
+  if (auto c = item.find("content"); c != item.end()) {
+    if (auto e = read_content(*c, param + ".content", content, policy)) return e;
   }
   if (content.is_null()) return fields::missing_field(param + ".content");
   messages.push_back({{"role", role}, {"content", std::move(content)}});
@@ -92,13 +96,7 @@ Error read_message_item(const OJson& item, const std::string& param, OJson& mess
 
 // Reads the string fields `names` of an item (all required) into `out`, in order.
 Error read_item_strings(const OJson& item, const std::string& param, std::initializer_list<const char*> names,
-                        std::initializer_list<const char*> allowed_extra, std::vector<std::string>& out) {
-  for (const auto& [key, value] : item.items()) {
-    bool known = key == "type";
-    for (const char* name : names) known = known || key == name;
-    for (const char* name : allowed_extra) known = known || key == name;
-    if (!known) return fields::unknown_field(param + "." + key);
-  }
+                        std::vector<std::string>& out) {
   for (const char* name : names) {
     auto found = item.find(name);
     if (found == item.end() || found->is_null()) return fields::missing_field(param + "." + name);
@@ -109,10 +107,15 @@ Error read_item_strings(const OJson& item, const std::string& param, std::initia
 }
 
 // A function_call item joins the assistant message before it (a turn that wrote text
-// and called, or called several functions), else starts one.
-Error read_function_call_item(const OJson& item, const std::string& param, OJson& messages) {
+// and called, or called several functions), else starts one. Ignored by name: an
+// earlier response's id and status, the caller (direct or a program's) and namespace.
+Error read_function_call_item(const OJson& item, const std::string& param, OJson& messages,
+                              const fields::FieldPolicy& policy) {
+  if (auto e = policy.check_keys(item, param, {"type", "call_id", "name", "arguments"},
+                                 {"id", "status", "caller", "namespace"}))
+    return e;
   std::vector<std::string> values;
-  if (auto e = read_item_strings(item, param, {"call_id", "name", "arguments"}, {"id", "status"}, values)) return e;
+  if (auto e = read_item_strings(item, param, {"call_id", "name", "arguments"}, values)) return e;
   OJson call = {{"id", values[0]}, {"type", "function"}, {"function", {{"name", values[1]}, {"arguments", values[2]}}}};
   if (messages.empty() || messages.back()["role"] != "assistant") {
     messages.push_back({{"role", "assistant"}, {"content", nullptr}});
@@ -123,12 +126,13 @@ Error read_function_call_item(const OJson& item, const std::string& param, OJson
   return std::nullopt;
 }
 
-// function_call_output: {call_id, output} with output a string or input_text parts.
-Error read_function_call_output_item(const OJson& item, const std::string& param, OJson& messages) {
-  for (const auto& [key, value] : item.items()) {
-    if (key != "type" && key != "call_id" && key != "output" && key != "id" && key != "status")
-      return fields::unknown_field(param + "." + key);
-  }
+// function_call_output: {call_id, output} with output a string or input_text parts
+// (id, status, caller, name and namespace ignored by name: the call_id says which call).
+Error read_function_call_output_item(const OJson& item, const std::string& param, OJson& messages,
+                                     const fields::FieldPolicy& policy) {
+  if (auto e = policy.check_keys(item, param, {"type", "call_id", "output"},
+                                 {"id", "status", "caller", "name", "namespace"}))
+    return e;
   auto call_id = item.find("call_id");
   if (call_id == item.end() || call_id->is_null()) return fields::missing_field(param + ".call_id");
   std::string id;
@@ -136,12 +140,12 @@ Error read_function_call_output_item(const OJson& item, const std::string& param
   auto output = item.find("output");
   if (output == item.end() || output->is_null()) return fields::missing_field(param + ".output");
   OJson content;
-  if (auto e = read_content(*output, param + ".output", content)) return e;
+  if (auto e = read_content(*output, param + ".output", content, policy)) return e;
   messages.push_back({{"role", "tool"}, {"tool_call_id", std::move(id)}, {"content", std::move(content)}});
   return std::nullopt;
 }
 
-Error read_input(const OJson& v, OJson& messages) {
+Error read_input(const OJson& v, OJson& messages, const fields::FieldPolicy& policy) {
   const std::string param = "input";
   if (v.is_string()) {
     messages.push_back({{"role", "user"}, {"content", v}});
@@ -159,11 +163,11 @@ Error read_input(const OJson& v, OJson& messages) {
     }
     Error e;
     if (type == "message") {
-      e = read_message_item(item, item_param, messages);
+      e = read_message_item(item, item_param, messages, policy);
     } else if (type == "function_call") {
-      e = read_function_call_item(item, item_param, messages);
+      e = read_function_call_item(item, item_param, messages, policy);
     } else if (type == "function_call_output") {
-      e = read_function_call_output_item(item, item_param, messages);
+      e = read_function_call_output_item(item, item_param, messages, policy);
     } else if (type == "reasoning") {
       // An earlier response's reasoning sent back: chat templates drop past
       // reasoning, so it asks for nothing.
@@ -181,8 +185,10 @@ Error read_input(const OJson& v, OJson& messages) {
 // --- tools, tool_choice, text ---
 
 // Flat function tools ({type, name, description, parameters, strict}) in the chat
-// form ({type, function: {...}}), in the client's key order.
-Error read_tools(const OJson& v, OJson& out) {
+// form ({type, function: {...}}), in the client's key order. Ignored by name:
+// defer_loading and allowed_callers (tool search and programmatic calls, which sluice
+// does not run: every tool is in the prompt and called directly), output_schema.
+Error read_tools(const OJson& v, OJson& out, const fields::FieldPolicy& policy) {
   if (v.is_null()) return std::nullopt;
   if (!v.is_array()) return wrong_type("tools", "an array of tools", v);
   out = OJson::array();
@@ -200,12 +206,13 @@ Error read_tools(const OJson& v, OJson& out) {
                                  "computer use, ...); only 'function' tools are.",
                              param + ".type");
     }
+    if (auto e = policy.check_keys(tool, param, {"type", "name", "description", "parameters", "strict"},
+                                   {"defer_loading", "allowed_callers", "output_schema"}))
+      return e;
     OJson function = OJson::object();
     for (const auto& [key, value] : tool.items()) {
-      if (key == "type") continue;
-      if (key != "name" && key != "description" && key != "parameters" && key != "strict")
-        return fields::unknown_field(param + "." + key);
-      if (!value.is_null()) function[key] = value;
+      const bool known = key == "name" || key == "description" || key == "parameters" || key == "strict";
+      if (known && !value.is_null()) function[key] = value;
     }
     out.push_back({{"type", "function"}, {"function", std::move(function)}});
   }
@@ -213,7 +220,7 @@ Error read_tools(const OJson& v, OJson& out) {
 }
 
 // "none" | "auto" | "required" | {type: "function", name}.
-Error read_tool_choice(const OJson& v, OJson& out) {
+Error read_tool_choice(const OJson& v, OJson& out, const fields::FieldPolicy& policy) {
   if (v.is_null()) return std::nullopt;
   if (v.is_string()) {
     out = v;  // the chat parser checks the value
@@ -227,11 +234,10 @@ Error read_tool_choice(const OJson& v, OJson& out) {
                                "'; only 'function' (with a name) is supported.",
                            "tool_choice.type");
   }
+  if (auto e = policy.check_keys(v, "tool_choice", {"type", "name"})) return e;
   std::string name;
-  for (const auto& [key, value] : v.items()) {
-    if (key == "type") continue;
-    if (key != "name") return fields::unknown_field("tool_choice." + key);
-    if (auto e = read_string(value, "tool_choice.name", name)) return e;
+  if (auto n = v.find("name"); n != v.end()) {
+    if (auto e = read_string(*n, "tool_choice.name", name)) return e;
   }
   if (name.empty()) return fields::missing_field("tool_choice.name");
   out = {{"type", "function"}, {"function", {{"name", name}}}};
@@ -240,7 +246,7 @@ Error read_tool_choice(const OJson& v, OJson& out) {
 
 // text: {format: {type: text | json_object | json_schema, name, schema, strict,
 // description}, verbosity}. Sets `response_format` (null for text).
-Error read_text(const OJson& v, OJson& response_format, OJson& echo) {
+Error read_text(const OJson& v, OJson& response_format, OJson& echo, const fields::FieldPolicy& policy) {
   echo = {{"format", {{"type", "text"}}}};
   if (v.is_null()) return std::nullopt;
   if (!v.is_object()) return wrong_type("text", "an object", v);
@@ -250,16 +256,19 @@ Error read_text(const OJson& v, OJson& response_format, OJson& echo) {
       if (!value.is_null()) echo["verbosity"] = value;
       continue;
     }
-    if (key != "format") return fields::unknown_field("text." + key);
+    if (key != "format") {
+      if (auto e = policy.unknown("text." + key)) return e;
+      continue;
+    }
     if (value.is_null()) continue;
     if (!value.is_object()) return wrong_type("text.format", "an object", value);
     auto type = value.find("type");
     if (type == value.end() || !type->is_string()) return fields::missing_field("text.format.type");
     const std::string kind = type->get<std::string>();
     echo["format"] = value;
-    if (kind == "text") continue;
-    if (kind == "json_object") {
-      response_format = {{"type", "json_object"}};
+    if (kind == "text" || kind == "json_object") {
+      if (auto e = policy.check_keys(value, "text.format", {"type"})) return e;
+      if (kind == "json_object") response_format = {{"type", "json_object"}};
       continue;
     }
     if (kind != "json_schema") {
@@ -267,12 +276,11 @@ Error read_text(const OJson& v, OJson& response_format, OJson& echo) {
                                  "'; expected 'text', 'json_object' or 'json_schema'.",
                              "text.format.type");
     }
+    if (auto e = policy.check_keys(value, "text.format", {"type", "name", "schema", "strict", "description"}))
+      return e;
     OJson schema = OJson::object();
     for (const auto& [k, field] : value.items()) {
-      if (k == "type") continue;
-      if (k != "name" && k != "schema" && k != "strict" && k != "description")
-        return fields::unknown_field("text.format." + k);
-      schema[k] = field;
+      if (k == "name" || k == "schema" || k == "strict" || k == "description") schema[k] = field;
     }
     if (!schema.contains("schema")) return fields::missing_field("text.format.schema");
     if (!schema.contains("name")) return fields::missing_field("text.format.name");
@@ -282,13 +290,16 @@ Error read_text(const OJson& v, OJson& response_format, OJson& echo) {
 }
 
 // reasoning: {effort, summary, generate_summary}: accepted (the model reasons as its
-// template says) and repeated in the response.
-Error read_reasoning(const OJson& v, OJson& echo) {
+// template says) and repeated in the response; context and mode ignored by name.
+Error read_reasoning(const OJson& v, OJson& echo, const fields::FieldPolicy& policy) {
   echo = {{"effort", nullptr}, {"summary", nullptr}};
   if (v.is_null()) return std::nullopt;
   if (!v.is_object()) return wrong_type("reasoning", "an object", v);
+  if (auto e = policy.check_keys(v, "reasoning", {"effort", "summary", "generate_summary"}, {"context", "mode"}))
+    return e;
   for (const auto& [key, value] : v.items()) {
-    if (key != "effort" && key != "summary" && key != "generate_summary") return fields::unknown_field("reasoning." + key);
+    const bool known = key == "effort" || key == "summary" || key == "generate_summary";
+    if (!known) continue;
     if (!value.is_null() && !value.is_string()) return wrong_type("reasoning." + key, "a string", value);
     if (key != "generate_summary") echo[key] = value;
   }
@@ -324,10 +335,10 @@ void pass(const OJson& body, const char* param, const char* key, OJson& chat) {
 }
 
 Error apply_field(const std::string& key, const OJson& value, ResponsesRequest& req, OJson& response_format,
-                  const ParseOptions& parse) {
+                  const fields::FieldPolicy& policy) {
   OJson& echo = req.echo;
   if (key == "model") return read_string(value, key, req.model);
-  if (key == "input") return read_input(value, req.input_messages);
+  if (key == "input") return read_input(value, req.input_messages, policy);
   if (key == "instructions") {
     if (value.is_null()) return std::nullopt;
     std::string text;
@@ -366,10 +377,10 @@ Error apply_field(const std::string& key, const OJson& value, ResponsesRequest& 
     echo["parallel_tool_calls"] = parallel;
     return std::nullopt;
   }
-  if (key == "tools") return read_tools(value, req.chat_fields["tools"]);
-  if (key == "tool_choice") return read_tool_choice(value, req.chat_fields["tool_choice"]);
-  if (key == "text") return read_text(value, response_format, echo["text"]);
-  if (key == "reasoning") return read_reasoning(value, echo["reasoning"]);
+  if (key == "tools") return read_tools(value, req.chat_fields["tools"], policy);
+  if (key == "tool_choice") return read_tool_choice(value, req.chat_fields["tool_choice"], policy);
+  if (key == "text") return read_text(value, response_format, echo["text"], policy);
+  if (key == "reasoning") return read_reasoning(value, echo["reasoning"], policy);
   if (key == "metadata") return read_metadata(value, echo["metadata"]);
   if (key == "user") {
     if (value.is_null()) return std::nullopt;
@@ -383,11 +394,11 @@ Error apply_field(const std::string& key, const OJson& value, ResponsesRequest& 
     if (value.is_null()) return std::nullopt;
     return fields::unsupported(key, "is not supported.");
   }
-  if (is_ignored_field(key) || !parse.strict_fields) {
-    if (!value.is_null()) req.ignored_fields.push_back(key);
+  if (is_ignored_field(key)) {
+    policy.ignore(key, value);
     return std::nullopt;
   }
-  return fields::unknown_field(key);
+  return policy.unknown(key);
 }
 
 // The response object's copy of the request, with OpenAI's defaults.
@@ -425,13 +436,14 @@ ResponsesParse parse_responses_request(std::string_view body, const ParseOptions
   if (auto e = fields::parse_object(body, checked)) return *e;
   const OJson document = OJson::parse(body, nullptr, /*allow_exceptions=*/false);
   ResponsesRequest req;
+  const fields::FieldPolicy policy(parse.strict_fields, req.ignored_fields);
   req.echo = default_echo();
   OJson response_format;
   bool has_input = false;
   for (const auto& [key, value] : document.items()) {
     if (key == "input" && !value.is_null()) has_input = true;
     if (key == "input" && value.is_null()) continue;
-    if (auto e = apply_field(key, value, req, response_format, parse)) return *e;
+    if (auto e = apply_field(key, value, req, response_format, policy)) return *e;
   }
   if (req.model.empty()) return fields::missing_field("model");
   if (!has_input) return fields::missing_field("input");

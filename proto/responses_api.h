@@ -7,7 +7,10 @@
 // max_completion_tokens. The chat parser then checks what the two APIs share
 // (ranges, tool names, the tool choice against the tools), its errors renamed to
 // this API's fields. Hosted tools, background mode and other features sluice does
-// not have are refused with a 400 naming the field. (proto/responses.h holds the
+// not have are refused with a 400 naming the field. Unknown keys, at any depth, follow
+// ParseOptions::strict_fields (fields::FieldPolicy); what the SDK sends back of an
+// earlier response (an item's id, status, phase, caller, an output_text's annotations
+// and logprobs, ...) is ignored by name, strict or not. (proto/responses.h holds the
 // chat and completions response bodies; this file is the Responses API request.)
 #include <optional>
 #include <string>

@@ -101,6 +101,7 @@ SpeechParse parse_speech_request(std::string_view body_text, const ParseOptions&
   Json body;
   if (auto e = fields::parse_object(body_text, body)) return *e;
   SpeechRequest req;
+  const fields::FieldPolicy policy(parse.strict_fields, req.ignored_fields);
   bool has_model = false, has_input = false;
   std::optional<bool> stream;
   for (const auto& [key, value] : body.items()) {
@@ -155,10 +156,8 @@ SpeechParse parse_speech_request(std::string_view body_text, const ParseOptions&
         e = invalid_request("'ref_text' is longer than 4096 characters.", key);
     } else if (key == "x_vector_only_mode") {
       e = fields::read_bool(value, key, req.x_vector_only_mode);
-    } else if (parse.strict_fields) {
-      e = fields::unknown_field(key);
     } else {
-      req.ignored_fields.push_back(key);
+      e = policy.unknown(key);
     }
     if (e) return *e;
   }

@@ -53,21 +53,30 @@ Error read_choice(const Json& v, const std::string& param, StructuredOutput& out
   return std::nullopt;
 }
 
-Error read_response_format(const Json& v, std::optional<StructuredOutput>& out) {
+Error read_response_format(const Json& v, std::optional<StructuredOutput>& out, const fields::FieldPolicy& policy) {
   if (v.is_null()) return std::nullopt;
   if (!v.is_object()) return fields::type_error("response_format", "an object", v);
   auto type = v.find("type");
   if (type == v.end() || type->is_null()) return fields::missing_field("response_format.type");
   if (!type->is_string()) return fields::type_error("response_format.type", "a string", *type);
   const std::string kind = type->get<std::string>();
-  for (const auto& [key, value] : v.items()) {
-    if (key == "type" || (key == "json_schema" && kind == "json_schema")) continue;
-    return fields::unknown_field("response_format." + key);
+  // llama-server's json_object may carry a `schema`: then it is that schema's constraint.
+  const bool llama_schema = kind == "json_object" && v.contains("schema") && !v["schema"].is_null();
+  if (kind == "json_schema") {
+    if (auto e = policy.check_keys(v, "response_format", {"type", "json_schema"})) return e;
+  } else if (kind == "json_object") {
+    if (auto e = policy.check_keys(v, "response_format", {"type", "schema"})) return e;
+  } else if (auto e = policy.check_keys(v, "response_format", {"type"})) {
+    return e;
   }
   if (kind == "text") return std::nullopt;
   if (auto e = one_only(out, "response_format")) return e;
   StructuredOutput so;
-  if (kind == "json_object") {
+  if (llama_schema) {
+    if (auto e = read_schema(v["schema"], "response_format.schema", {"response_format", "schema"}, so)) return e;
+    so.spec.strict = true;  // as llama-server's schema converter: what it cannot enforce is refused
+    so.param = "response_format";
+  } else if (kind == "json_object") {
     so.spec.kind = Kind::json_object;
     so.param = "response_format";
   } else if (kind == "json_schema") {
@@ -87,8 +96,8 @@ Error read_response_format(const Json& v, std::optional<StructuredOutput>& out) 
       } else if (key == "name" || key == "description") {
         std::optional<std::string> text;
         if (auto e = fields::read_opt_string(value, field, text)) return e;
-      } else {
-        return fields::unknown_field(field);
+      } else if (auto e = policy.unknown(field)) {
+        return e;
       }
     }
     if (!has_schema) return fields::missing_field("response_format.json_schema.schema");
@@ -160,9 +169,9 @@ Error read_structured_outputs(const Json& v, std::optional<StructuredOutput>& ou
 }  // namespace
 
 Error apply_structured_output_field(const std::string& key, const Json& value, std::optional<StructuredOutput>& out,
-                                    bool& handled) {
+                                    bool& handled, const fields::FieldPolicy& policy) {
   handled = true;
-  if (key == "response_format") return read_response_format(value, out);
+  if (key == "response_format") return read_response_format(value, out, policy);
   if (key == "structured_outputs") return read_structured_outputs(value, out);
   if (key == "guided_decoding_backend") {
     std::optional<std::string> ignored;

@@ -2,7 +2,8 @@
 // The request fields that constrain the output's shape, from every API dialect that
 // clients send, into one grammar::GrammarSpec:
 //   OpenAI      response_format: {type: json_object} | {type: json_schema,
-//               json_schema: {name, schema, strict, description}} ({type: text}: none)
+//               json_schema: {name, schema, strict, description}} ({type: text}: none);
+//               llama-server's {type: json_object, schema} is that schema's constraint
 //   vLLM        structured_outputs: {json | regex | choice | grammar | json_object,
 //               disable_any_whitespace}, and the older guided_json / guided_regex /
 //               guided_choice / guided_grammar (guided_decoding_backend is ignored)
@@ -27,9 +28,11 @@ struct StructuredOutput {
 };
 
 // Applies one body key if it is a structured-output field; sets `handled` when it
-// was one. `out` holds what an earlier key asked for.
+// was one. `out` holds what an earlier key asked for. Unknown keys inside
+// response_format go to `policy`.
 fields::Error apply_structured_output_field(const std::string& key, const fields::Json& value,
-                                            std::optional<StructuredOutput>& out, bool& handled);
+                                            std::optional<StructuredOutput>& out, bool& handled,
+                                            const fields::FieldPolicy& policy);
 
 // Fills spec.text of a json_schema constraint from the body text, keys in the order
 // the client wrote them (see schema_path). Called once the body parsed as a whole.

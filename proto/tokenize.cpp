@@ -8,10 +8,11 @@ namespace sluice::proto {
 using fields::Error;
 using fields::Json;
 
-TokenizeParse parse_tokenize_request(std::string_view body_text) {
+TokenizeParse parse_tokenize_request(std::string_view body_text, const ParseOptions& parse) {
   Json body;
   if (auto e = fields::parse_object(body_text, body)) return *e;
   TokenizeRequest req;
+  const fields::FieldPolicy policy(parse.strict_fields, req.ignored_fields);
   std::optional<bool> add_special_tokens;
   bool has_messages = false;
   std::optional<bool> add_generation_prompt;
@@ -23,7 +24,7 @@ TokenizeParse parse_tokenize_request(std::string_view body_text) {
       e = fields::read_opt_string(value, key, req.prompt);
     } else if (key == "messages") {
       if (!value.is_null()) {
-        e = parse_chat_messages(value, key, req.messages);
+        e = parse_chat_messages(value, key, req.messages, policy);
         has_messages = true;
       }
     } else if (key == "add_special_tokens") {
@@ -44,7 +45,7 @@ TokenizeParse parse_tokenize_request(std::string_view body_text) {
     } else if (key == "return_token_strs") {
       e = fields::read_bool(value, key, req.return_token_strs);
     } else {
-      e = fields::unknown_field(key);
+      e = policy.unknown(key);
     }
     if (e) return *e;
   }
@@ -65,10 +66,11 @@ TokenizeParse parse_tokenize_request(std::string_view body_text) {
   return req;
 }
 
-DetokenizeParse parse_detokenize_request(std::string_view body_text) {
+DetokenizeParse parse_detokenize_request(std::string_view body_text, const ParseOptions& parse) {
   Json body;
   if (auto e = fields::parse_object(body_text, body)) return *e;
   DetokenizeRequest req;
+  const fields::FieldPolicy policy(parse.strict_fields, req.ignored_fields);
   bool has_tokens = false;
   for (const auto& [key, value] : body.items()) {
     Error e;
@@ -80,7 +82,7 @@ DetokenizeParse parse_detokenize_request(std::string_view body_text) {
         has_tokens = true;
       }
     } else {
-      e = fields::unknown_field(key);
+      e = policy.unknown(key);
     }
     if (e) return *e;
   }

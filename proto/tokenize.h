@@ -30,6 +30,7 @@ struct TokenizeRequest {
   bool continue_final_message = false;  // messages only: as in chat
   nlohmann::json chat_template_kwargs = nlohmann::json::object();
   bool return_token_strs = false;
+  std::vector<std::string> ignored_fields;  // unknown keys when not strict (for a debug log)
 
   bool is_chat() const { return !prompt.has_value(); }
 };
@@ -37,13 +38,15 @@ struct TokenizeRequest {
 struct DetokenizeRequest {
   std::optional<std::string> model;
   std::vector<int32_t> tokens;  // may be empty
+  std::vector<std::string> ignored_fields;  // unknown keys when not strict (for a debug log)
 };
 
 using TokenizeParse = std::variant<TokenizeRequest, ApiError>;
 using DetokenizeParse = std::variant<DetokenizeRequest, ApiError>;
 
-TokenizeParse parse_tokenize_request(std::string_view body);
-DetokenizeParse parse_detokenize_request(std::string_view body);
+// Unknown keys, at any depth: ignored and listed unless parse.strict_fields.
+TokenizeParse parse_tokenize_request(std::string_view body, const ParseOptions& parse = {});
+DetokenizeParse parse_detokenize_request(std::string_view body, const ParseOptions& parse = {});
 
 // token_strs: the piece of each token, only when the request asked for them.
 nlohmann::ordered_json tokenize_response(const std::vector<int32_t>& tokens, int32_t max_model_len,

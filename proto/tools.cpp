@@ -45,8 +45,10 @@ Error check_function_type(const Json& v, const std::string& param) {
 }
 
 // One function definition: tools[i].function, or the legacy functions[i] (which has
-// no `strict`). `param` is where it sits.
-Error read_function(const Json& f, const std::string& param, bool allow_strict, ChatTool& out) {
+// no `strict`: refused there, since ignoring it would drop what it asks for). `param`
+// is where it sits.
+Error read_function(const Json& f, const std::string& param, bool allow_strict, ChatTool& out,
+                    const fields::FieldPolicy& policy) {
   if (!f.is_object()) return fields::type_error(param, "an object", f);
   bool has_name = false;
   for (const auto& [key, value] : f.items()) {
@@ -66,8 +68,11 @@ Error read_function(const Json& f, const std::string& param, bool allow_strict, 
       bool strict = false;
       e = fields::read_bool(value, field, strict);
       if (!value.is_null()) out.strict = strict;
+    } else if (key == "strict") {
+      if (!value.is_null())
+        e = fields::unsupported(field, "is only read on 'tools[i].function', not on the legacy 'functions'.");
     } else {
-      e = fields::unknown_field(field);
+      e = policy.unknown(field);
     }
     if (e) return e;
   }
@@ -76,7 +81,7 @@ Error read_function(const Json& f, const std::string& param, bool allow_strict, 
 }
 
 // tools[i]: {"type": "function", "function": {...}}.
-Error read_tool(const Json& t, const std::string& param, ChatTool& out) {
+Error read_tool(const Json& t, const std::string& param, ChatTool& out, const fields::FieldPolicy& policy) {
   if (!t.is_object()) return fields::type_error(param, "an object", t);
   bool has_function = false;
   for (const auto& [key, value] : t.items()) {
@@ -86,10 +91,10 @@ Error read_tool(const Json& t, const std::string& param, ChatTool& out) {
       e = check_function_type(value, field);
     } else if (key == "function") {
       if (value.is_null()) continue;
-      e = read_function(value, field, /*allow_strict=*/true, out);
+      e = read_function(value, field, /*allow_strict=*/true, out, policy);
       has_function = true;
     } else {
-      e = fields::unknown_field(field);
+      e = policy.unknown(field);
     }
     if (e) return e;
   }
@@ -97,7 +102,8 @@ Error read_tool(const Json& t, const std::string& param, ChatTool& out) {
   return std::nullopt;
 }
 
-Error read_tool_list(const Json& v, const ToolForm& form, std::vector<ChatTool>& out) {
+Error read_tool_list(const Json& v, const ToolForm& form, std::vector<ChatTool>& out,
+                     const fields::FieldPolicy& policy) {
   const std::string key = form.key;
   if (v.is_null()) return std::nullopt;
   if (!v.is_array()) return fields::type_error(key, "an array of " + key, v);
@@ -106,8 +112,8 @@ Error read_tool_list(const Json& v, const ToolForm& form, std::vector<ChatTool>&
   for (size_t i = 0; i < v.size(); ++i) {
     ChatTool& tool = tools[i];
     tool.param = key + "[" + std::to_string(i) + "]";
-    Error e = form.legacy ? read_function(v[i], tool.param, /*allow_strict=*/false, tool)
-                          : read_tool(v[i], tool.param, tool);
+    Error e = form.legacy ? read_function(v[i], tool.param, /*allow_strict=*/false, tool, policy)
+                          : read_tool(v[i], tool.param, tool, policy);
     if (e) return e;
     auto [it, inserted] = first_use.emplace(tool.name, i);
     if (!inserted) {
@@ -122,7 +128,7 @@ Error read_tool_list(const Json& v, const ToolForm& form, std::vector<ChatTool>&
 }
 
 // tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name": ...}}.
-Error read_tool_choice(const Json& v, std::optional<ToolChoice>& out) {
+Error read_tool_choice(const Json& v, std::optional<ToolChoice>& out, const fields::FieldPolicy& policy) {
   const std::string key = "tool_choice";
   if (v.is_null()) return std::nullopt;
   ToolChoice choice;
@@ -150,16 +156,13 @@ Error read_tool_choice(const Json& v, std::optional<ToolChoice>& out) {
     } else if (k == "function") {
       if (value.is_null()) continue;
       if (!value.is_object()) return fields::type_error(field, "an object", value);
-      bool has_name = false;
-      for (const auto& [fk, fv] : value.items()) {
-        if (fk != "name") return fields::unknown_field(field + "." + fk);
-        if (auto e = fields::read_string(fv, field + ".name", choice.function)) return e;
-        has_name = !fv.is_null();
-      }
-      if (!has_name) return fields::missing_field(field + ".name");
+      if (auto e = policy.check_keys(value, field, {"name"})) return e;
+      auto name = value.find("name");
+      if (name == value.end() || name->is_null()) return fields::missing_field(field + ".name");
+      if (auto e = fields::read_string(*name, field + ".name", choice.function)) return e;
       has_function = true;
-    } else {
-      return fields::unknown_field(field);
+    } else if (auto e = policy.unknown(field)) {
+      return e;
     }
   }
   if (!has_function) return fields::missing_field(key + ".function");
@@ -169,7 +172,7 @@ Error read_tool_choice(const Json& v, std::optional<ToolChoice>& out) {
 }
 
 // The legacy function_call: "none" | "auto" | {"name": ...}.
-Error read_function_call(const Json& v, std::optional<ToolChoice>& out) {
+Error read_function_call(const Json& v, std::optional<ToolChoice>& out, const fields::FieldPolicy& policy) {
   const std::string key = "function_call";
   if (v.is_null()) return std::nullopt;
   ToolChoice choice;
@@ -184,13 +187,10 @@ Error read_function_call(const Json& v, std::optional<ToolChoice>& out) {
     return std::nullopt;
   }
   if (!v.is_object()) return fields::type_error(key, "a string or an object", v);
-  bool has_name = false;
-  for (const auto& [k, value] : v.items()) {
-    if (k != "name") return fields::unknown_field(key + "." + k);
-    if (auto e = fields::read_string(value, key + ".name", choice.function)) return e;
-    has_name = !value.is_null();
-  }
-  if (!has_name) return fields::missing_field(key + ".name");
+  if (auto e = policy.check_keys(v, key, {"name"})) return e;
+  auto name = v.find("name");
+  if (name == v.end() || name->is_null()) return fields::missing_field(key + ".name");
+  if (auto e = fields::read_string(*name, key + ".name", choice.function)) return e;
   choice.mode = ToolChoice::Mode::function;
   out = choice;
   return std::nullopt;
@@ -239,7 +239,8 @@ bool is_tool_field(std::string_view key) {
   return key == "tools" || key == "functions" || key == "tool_choice" || key == "function_call";
 }
 
-Error parse_chat_tools(const Json& body, std::vector<ChatTool>& tools, ToolChoice& choice) {
+Error parse_chat_tools(const Json& body, std::vector<ChatTool>& tools, ToolChoice& choice,
+                       const fields::FieldPolicy& policy) {
   const Json* tools_json = given(body, "tools");
   const Json* functions_json = given(body, "functions");
   const Json* choice_json = given(body, "tool_choice");
@@ -253,14 +254,14 @@ Error parse_chat_tools(const Json& body, std::vector<ChatTool>& tools, ToolChoic
   const ToolForm& form = functions_json ? kFunctions : kTools;
   std::vector<ChatTool> read;
   if (const Json* list = functions_json ? functions_json : tools_json) {
-    if (auto e = read_tool_list(*list, form, read)) return e;
+    if (auto e = read_tool_list(*list, form, read, policy)) return e;
   }
   std::optional<ToolChoice> asked;
   const std::string choice_param = function_call_json ? "function_call" : "tool_choice";
   if (function_call_json) {
-    if (auto e = read_function_call(*function_call_json, asked)) return e;
+    if (auto e = read_function_call(*function_call_json, asked, policy)) return e;
   } else if (choice_json) {
-    if (auto e = read_tool_choice(*choice_json, asked)) return e;
+    if (auto e = read_tool_choice(*choice_json, asked, policy)) return e;
   }
   ToolChoice resolved = asked.value_or(ToolChoice{});
   if (auto e = check_choice(resolved, read, form.key, choice_param)) return e;

@@ -21,7 +21,9 @@ bool is_tool_field(std::string_view key);
 
 // Reads the tool fields of `body` (the whole chat request object) into `tools` and
 // `choice`. Nulls and an empty array mean "no tools"; the choice defaults to auto
-// with tools and none without; "auto" without tools is none (nothing to call).
-fields::Error parse_chat_tools(const fields::Json& body, std::vector<ChatTool>& tools, ToolChoice& choice);
+// with tools and none without; "auto" without tools is none (nothing to call). Unknown
+// keys inside the tools and the choice go to `policy`.
+fields::Error parse_chat_tools(const fields::Json& body, std::vector<ChatTool>& tools, ToolChoice& choice,
+                               const fields::FieldPolicy& policy);
 
 }  // namespace sluice::proto

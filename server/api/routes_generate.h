@@ -14,6 +14,7 @@ namespace sluice::server {
 void add_generation_routes(Router& router, const ModelServices& services, const config::Config& config,
                            PrepPool& prep);
 
-void add_tokenize_routes(Router& router, const ModelServices& services, PrepPool& prep);
+void add_tokenize_routes(Router& router, const ModelServices& services, const config::Config& config,
+                         PrepPool& prep);
 
 }  // namespace sluice::server

@@ -3,6 +3,9 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "engine/chat/jinja/template_error.h"
 #include "proto/chat_render.h"
@@ -19,6 +22,16 @@ void set_error(Response& response, const proto::ApiError& error) {
   response.result(static_cast<unsigned>(error.status));
   response.set(http::field::content_type, "application/json");
   response.body() = proto::error_body(error);
+}
+
+proto::ParseOptions parse_options_of(const config::Config& config) {
+  return {.strict_fields = config.strict_request_fields};
+}
+
+// Unknown keys (when not strict), by their path, at debug as on the other routes.
+void log_ignored_fields(const Exchange& ex, const std::vector<std::string>& ignored_fields) {
+  for (const std::string& field : ignored_fields)
+    spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
 }
 
 void set_body(Response& response, const nlohmann::ordered_json& body) {
@@ -44,12 +57,15 @@ ModelService* pick_model(Response& response, const ModelServices& services,
 
 // Bounded like the generation routes: a text that cannot fit the context is
 // refused before tokenizing, and the tokenizing runs on the PrepPool.
-asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, PrepPool& prep) {
-  auto parsed_or_busy = co_await prep.run([&] { return proto::parse_tokenize_request(ex.request.body()); });
+asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, const config::Config& config,
+                               PrepPool& prep) {
+  auto parsed_or_busy =
+      co_await prep.run([&] { return proto::parse_tokenize_request(ex.request.body(), parse_options_of(config)); });
   if (!parsed_or_busy) co_return set_error(ex.response, prep_pool_full(prep));
   auto& parsed = *parsed_or_busy;
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) co_return set_error(ex.response, *error);
   auto& request = std::get<proto::TokenizeRequest>(parsed);
+  log_ignored_fields(ex, request.ignored_fields);
   ModelService* model = pick_model(ex.response, services, request.model);
   if (!model) co_return;
   if (request.is_chat() && !model->has_chat_template()) {
@@ -96,10 +112,11 @@ asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, Prep
                                                  request.return_token_strs ? &strs : nullptr));
 }
 
-void detokenize(Exchange& ex, const ModelServices& services) {
-  auto parsed = proto::parse_detokenize_request(ex.request.body());
+void detokenize(Exchange& ex, const ModelServices& services, const config::Config& config) {
+  auto parsed = proto::parse_detokenize_request(ex.request.body(), parse_options_of(config));
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) return set_error(ex.response, *error);
   auto& request = std::get<proto::DetokenizeRequest>(parsed);
+  log_ignored_fields(ex, request.ignored_fields);
   ModelService* model = pick_model(ex.response, services, request.model);
   if (!model) return;
   const tokenizer::Tokenizer& tok = model->tokenizer();
@@ -116,11 +133,13 @@ void detokenize(Exchange& ex, const ModelServices& services) {
 
 }  // namespace
 
-void add_tokenize_routes(Router& router, const ModelServices& services, PrepPool& prep) {
-  router.add(http::verb::post, "/tokenize",
-             [&services, &prep](Exchange& ex) -> asio::awaitable<void> { return tokenize(ex, services, prep); });
-  router.add(http::verb::post, "/detokenize", [&services](Exchange& ex) -> asio::awaitable<void> {
-    detokenize(ex, services);
+void add_tokenize_routes(Router& router, const ModelServices& services, const config::Config& config,
+                         PrepPool& prep) {
+  router.add(http::verb::post, "/tokenize", [&services, &config, &prep](Exchange& ex) -> asio::awaitable<void> {
+    return tokenize(ex, services, config, prep);
+  });
+  router.add(http::verb::post, "/detokenize", [&services, &config](Exchange& ex) -> asio::awaitable<void> {
+    detokenize(ex, services, config);
     co_return;
   });
 }

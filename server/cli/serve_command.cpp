@@ -116,7 +116,7 @@ int run_serve(const config::Config& config) {
   add_routes(router, state, exposition, services, config.health_step_timeout_s);
   add_generation_routes(router, services, config, prep);
   add_messages_routes(router, services, config, prep);
-  add_tokenize_routes(router, services, prep);
+  add_tokenize_routes(router, services, config, prep);
   ResponseStore response_store(response_store_limits(config));
   add_responses_routes(router, services, config, prep, response_store);
   add_embeddings_routes(router, services, config, prep);

@@ -72,8 +72,10 @@ struct Server {
                parsing_route([](std::string_view body) { return proto::parse_completion_request(body); }));
     router.add(http::verb::post, "/v1/chat/completions",
                parsing_route([](std::string_view body) { return proto::parse_chat_request(body); }));
-    router.add(http::verb::post, "/tokenize", parsing_route(proto::parse_tokenize_request));
-    router.add(http::verb::post, "/detokenize", parsing_route(proto::parse_detokenize_request));
+    router.add(http::verb::post, "/tokenize",
+               parsing_route([](std::string_view body) { return proto::parse_tokenize_request(body); }));
+    router.add(http::verb::post, "/detokenize",
+               parsing_route([](std::string_view body) { return proto::parse_detokenize_request(body); }));
     router.add(http::verb::get, "/boom", [](Exchange&) -> asio::awaitable<void> {
       throw std::runtime_error("handler failure");  // must become a 500, not a crash
       co_return;

@@ -157,11 +157,127 @@ TEST_CASE("messages: refusals name the Anthropic field") {
   CHECK(err({{"stop_sequences", {""}}}).param == "stop_sequences");
   CHECK(err({{"temperature", 5}}).param == "temperature");
   // Unknown keys: ignored unless strict, as on the chat route.
-  MessagesRequest lenient = ok({{"metadata", {{"user_id", "u"}}}, {"container", "c"}});
-  CHECK(lenient.ignored_fields.size() == 2);
-  auto strict = parse_messages_request(body_with({{"container", "c"}}), {.strict_fields = true});
+  MessagesRequest lenient = ok({{"metadata", {{"user_id", "u"}}}, {"frobnicate", "c"}});
+  CHECK(lenient.ignored_fields == std::vector<std::string>{"frobnicate", "metadata"});
+  auto strict = parse_messages_request(body_with({{"frobnicate", "c"}}), {.strict_fields = true});
   REQUIRE(std::holds_alternative<ApiError>(strict));
-  CHECK(std::get<ApiError>(strict).param == "container");
+  CHECK(std::get<ApiError>(strict).param == "frobnicate");
+}
+
+TEST_CASE("messages: the SDK's tool loop, its answer's content sent back as is (caller too), passes when strict") {
+  // anthropic 2.14: response.content dumped into the next turn: a text block with its
+  // citations and a tool_use block with its caller.
+  const Json answer = {{"role", "assistant"},
+                       {"content",
+                        {{{"type", "text"}, {"text", "Checking."}, {"citations", nullptr}},
+                         {{"type", "tool_use"},
+                          {"id", "toolu_1"},
+                          {"name", "get_weather"},
+                          {"input", {{"city", "Paris"}}},
+                          {"caller", {{"type", "direct"}}}}}}};
+  const Json result = user({{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", "18C"},
+                             {"cache_control", {{"type", "ephemeral"}}}}});
+  const std::string body =
+      body_with({{"messages", {user("Weather in Paris?"), answer, result}}, {"tools", {kWeather}}});
+  for (const ParseOptions& options : {ParseOptions{}, ParseOptions{.strict_fields = true}}) {
+    auto parsed = parse_messages_request(body, options);
+    if (auto* e = std::get_if<ApiError>(&parsed)) FAIL_CHECK("unexpected error: ", e->message, " param ", e->param);
+    REQUIRE(std::holds_alternative<MessagesRequest>(parsed));
+    const MessagesRequest& r = std::get<MessagesRequest>(parsed);
+    REQUIRE(r.messages.size() == 3);
+    REQUIRE(r.messages[1].tool_calls.size() == 1);
+    CHECK(r.messages[1].tool_calls[0].id == "toolu_1");
+    CHECK(r.messages[2].tool_call_id == "toolu_1");
+    CHECK(r.ignored_fields ==
+          std::vector<std::string>{"messages[1].content[1].caller", "messages[2].content[0].cache_control"});
+  }
+}
+
+TEST_CASE("messages: unknown keys in messages, blocks, tools, tool_choice, thinking: ignored by path, 400 if strict") {
+  struct Case {
+    Json extra;
+    const char* param;
+  };
+  const Json tool_use = {{"type", "tool_use"}, {"id", "t1"}, {"name", "get_weather"}, {"input", Json::object()}};
+  Json odd_tool_use = tool_use;
+  odd_tool_use["trace"] = "x";
+  const Case cases[] = {
+      {{{"messages", {user({{{"type", "text"}, {"text", "hi"}, {"bogus", 1}}})}}}, "messages[0].content[0].bogus"},
+      {{{"messages", {{{"role", "user"}, {"content", "hi"}, {"mood", "ok"}}}}}, "messages[0].mood"},
+      {{{"messages", {user("go"), {{"role", "assistant"}, {"content", {odd_tool_use}}}}}, {"tools", {kWeather}}},
+       "messages[1].content[0].trace"},
+      {{{"messages", {user("go"), {{"role", "assistant"}, {"content", {tool_use}}},
+                      user({{{"type", "tool_result"}, {"tool_use_id", "t1"}, {"content", "r"}, {"x", 1}}})}},
+        {"tools", {kWeather}}},
+       "messages[2].content[0].x"},
+      {{{"messages", {user("go"), {{"role", "assistant"},
+                                   {"content", {{{"type", "thinking"}, {"thinking", "hm"}, {"signature", "s"}, {"x", 1}}}}}}}},
+       "messages[1].content[0].x"},
+      {{{"system", {{{"type", "text"}, {"text", "Be brief."}, {"x", 1}}}}}, "system[0].x"},
+      {{{"tools", {{{"name", "f"}, {"input_schema", {{"type", "object"}}}, {"x", 1}}}}}, "tools[0].x"},
+      {{{"tools", {kWeather}}, {"tool_choice", {{"type", "auto"}, {"x", 1}}}}, "tool_choice.x"},
+      {{{"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}, {"x", 1}}}}, "thinking.x"},
+      {{{"thinking", {{"type", "disabled"}, {"budget_tokens", 1024}}}}, "thinking.budget_tokens"},
+      {{{"output_config", {{"x", 1}}}}, "output_config.x"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.param);
+    MessagesRequest lenient = ok(c.extra);
+    CHECK(lenient.ignored_fields == std::vector<std::string>{c.param});
+    auto strict = parse_messages_request(body_with(c.extra), {.strict_fields = true});
+    REQUIRE(std::holds_alternative<ApiError>(strict));
+    CHECK(std::get<ApiError>(strict).status == 400);
+    CHECK(std::get<ApiError>(strict).param == c.param);
+    CHECK(std::get<ApiError>(strict).message.find(c.param) != std::string::npos);
+  }
+}
+
+TEST_CASE("messages: the SDK's other fields are accepted by name, even when strict") {
+  const ParseOptions strict{.strict_fields = true};
+  Json tool = kWeather;
+  tool["strict"] = true;
+  tool["cache_control"] = {{"type", "ephemeral"}, {"ttl", "1h"}};
+  tool["eager_input_streaming"] = true;
+  tool["defer_loading"] = false;
+  tool["allowed_callers"] = {"direct"};
+  tool["input_examples"] = {{{"city", "Paris"}}};
+  const std::string body = body_with({{"tools", {tool}},
+                                      {"cache_control", {{"type", "ephemeral"}}},
+                                      {"container", "c1"},
+                                      {"inference_geo", "us"},
+                                      {"service_tier", "auto"},
+                                      {"thinking", {{"type", "adaptive"}, {"display", "omitted"}}},
+                                      {"output_config", {{"effort", "low"}}},
+                                      {"system", {{{"type", "text"}, {"text", "S."}, {"cache_control", {{"type", "ephemeral"}}}}}}});
+  auto parsed = parse_messages_request(body, strict);
+  if (auto* e = std::get_if<ApiError>(&parsed)) FAIL_CHECK("unexpected error: ", e->message, " param ", e->param);
+  REQUIRE(std::holds_alternative<MessagesRequest>(parsed));
+  const MessagesRequest& r = std::get<MessagesRequest>(parsed);
+  REQUIRE(r.tools.size() == 1);
+  CHECK(r.tools[0].strict == true);  // the same promise as a chat function's strict
+  CHECK(r.ignored_fields == std::vector<std::string>{"cache_control", "container", "inference_geo", "output_config.effort",
+                                                     "service_tier", "system[0].cache_control", "thinking.display",
+                                                     "tools[0].allowed_callers", "tools[0].cache_control",
+                                                     "tools[0].defer_loading", "tools[0].eager_input_streaming",
+                                                     "tools[0].input_examples"});
+  CHECK(err({{"tools", {kWeather}}, {"tool_choice", {{"type", "auto"}}}, {"container", 5}}).param == "container");
+}
+
+TEST_CASE("messages: output_config.format is the chat request's json_schema constraint") {
+  const Json schema = {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}};
+  MessagesRequest r = ok({{"output_config", {{"format", {{"type", "json_schema"}, {"schema", schema}}}}}});
+  REQUIRE(r.structured_output.has_value());
+  CHECK(r.structured_output->spec.kind == sluice::grammar::GrammarSpec::Kind::json_schema);
+  CHECK(Json::parse(r.structured_output->spec.text) == schema);
+  CHECK(r.structured_output->spec.strict);
+  CHECK(err({{"output_config", {{"format", {{"type", "regex"}}}}}}).param == "output_config.format.type");
+  CHECK(err({{"output_config", {{"format", {{"type", "json_schema"}}}}}}).param == "output_config.format.schema");
+  CHECK(err({{"output_config", {{"format", {{"type", "json_schema"}, {"schema", 1}}}}}}).param ==
+        "output_config.format.schema");
+  // Count tokens takes it too (the format adds no tokens here, but the body is valid).
+  CHECK(ok({{"max_tokens", nullptr}, {"output_config", {{"format", {{"type", "json_schema"}, {"schema", schema}}}}}},
+           /*count_tokens=*/true)
+            .structured_output.has_value());
 }
 
 TEST_CASE("messages: count_tokens bodies need no max_tokens") {

@@ -105,13 +105,15 @@ TEST_CASE("chat: content parts other than text name the part's type") {
   CHECK(messages_err(Json::array({user(Json::array({{{"type", "text"}, {"text", 1}}}))})) ==
         "messages[0].content[0].text");
   CHECK(messages_err(Json::array({user(Json::array({"plain"}))})) == "messages[0].content[0]");
-  CHECK(messages_err(Json::array({user(Json::array({{{"type", "text"}, {"text", "t"}, {"cache", 1}}}))})) ==
-        "messages[0].content[0].cache");
+  // An unknown key in a part: a 400 naming it only when strict (the nested-fields case below).
+  CHECK(err_param({{"messages", Json::array({user(Json::array({{{"type", "text"}, {"text", "t"}, {"cache", 1}}}))})}},
+                  kStrict) == "messages[0].content[0].cache");
 }
 
 TEST_CASE("chat: message fields") {
   CHECK(messages_err(Json::array({{{"role", "user"}, {"content", "x"}, {"name", 1}}})) == "messages[0].name");
-  CHECK(messages_err(Json::array({{{"role", "user"}, {"content", "x"}, {"extra", 1}}})) == "messages[0].extra");
+  CHECK(err_param({{"messages", Json::array({{{"role", "user"}, {"content", "x"}, {"extra", 1}}})}}, kStrict) ==
+        "messages[0].extra");
   // Round-tripped assistant messages: null fields pass; tool calls are read
   // (test_chat_tools.cpp), refusal and audio are not supported.
   ok({{"messages", Json::array({user("a"),
@@ -154,7 +156,9 @@ TEST_CASE("chat: response_format") {
         "response_format.json_schema.schema");
   CHECK(err_param({{"response_format", "text"}}) == "response_format");
   CHECK(err_param({{"response_format", Json::object()}}) == "response_format.type");
-  CHECK(err_param({{"response_format", {{"type", "text"}, {"strict", true}}}}) == "response_format.strict");
+  CHECK(err_param({{"response_format", {{"type", "text"}, {"strict", true}}}}, kStrict) == "response_format.strict");
+  CHECK(ok({{"response_format", {{"type", "text"}, {"strict", true}}}}).ignored_fields ==
+        std::vector<std::string>{"response_format.strict"});
 
   // tools, tool_choice, parallel_tool_calls: test_chat_tools.cpp.
 }
@@ -248,4 +252,65 @@ TEST_CASE("chat: continue_final_message continues a final assistant message") {
         "continue_final_message");
   CHECK(err_param({{"continue_final_message", true}}) == "messages");  // the last message is the user's
   CHECK(err_param({{"continue_final_message", "yes"}}) == "continue_final_message");
+}
+
+TEST_CASE("chat: unknown keys at any depth are ignored and listed by path, or refused by path when strict") {
+  const Json assistant = {{"role", "assistant"},
+                          {"content", "b"},
+                          {"tool_calls", Json::array({{{"id", "c1"},
+                                                       {"type", "function"},
+                                                       {"trace", "t"},
+                                                       {"function", {{"name", "f"}, {"arguments", "{}"}, {"x", 1}}}}})}};
+  const Json tool = {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "r"}};
+  const Json body = {
+      {"messages", Json::array({{{"role", "user"}, {"content", Json::array({{{"type", "text"}, {"text", "a"}, {"cache", 1}}})}, {"mood", "ok"}},
+                                assistant, tool})},
+      {"tools", Json::array({{{"type", "function"}, {"id", "t1"}, {"function", {{"name", "f"}, {"version", 2}}}}})},
+      {"tool_choice", {{"type", "function"}, {"why", "x"}, {"function", {{"name", "f"}, {"ns", "n"}}}}},
+      {"response_format", {{"type", "json_object"}, {"hint", "h"}}}};
+  ChatRequest r = ok(body);
+  REQUIRE(r.messages.size() == 3);
+  CHECK(r.messages[0].content == "a");
+  REQUIRE(r.messages[1].tool_calls.size() == 1);
+  CHECK(r.messages[1].tool_calls[0].name == "f");
+  CHECK(r.tools.size() == 1);
+  CHECK(r.tool_choice.function == "f");
+  CHECK(r.structured_output.has_value());
+  // In the body's (sorted) key order, each by its full path.
+  CHECK(r.ignored_fields == std::vector<std::string>{
+                                "messages[0].content[0].cache", "messages[0].mood",
+                                "messages[1].tool_calls[0].function.x", "messages[1].tool_calls[0].trace",
+                                "response_format.hint", "tools[0].function.version", "tools[0].id",
+                                "tool_choice.function.ns", "tool_choice.why"});
+  // Strict: the first of them (in the order the parser reads them) is the 400.
+  const ApiError e = err(body_with(body), kStrict);
+  CHECK(e.param == "messages[0].content[0].cache");
+  CHECK(e.message.find("messages[0].content[0].cache") != std::string::npos);
+  CHECK(err_param({{"tools", body["tools"]}}, kStrict) == "tools[0].function.version");
+  const Json plain_tools = Json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
+  CHECK(err_param({{"tools", plain_tools}, {"tool_choice", body["tool_choice"]}}, kStrict) == "tool_choice.function.ns");
+  CHECK(err_param({{"response_format", body["response_format"]}}, kStrict) == "response_format.hint");
+  CHECK(err_param({{"messages", Json::array({user("q"), assistant, tool})}}, kStrict) ==
+        "messages[1].tool_calls[0].function.x");
+}
+
+TEST_CASE("chat: what the openai SDK echoes back is accepted by name, even when strict") {
+  // ChatCompletionMessage.model_dump() of an answer, sent back as the next turn's history.
+  const Json echoed = {{"role", "assistant"},
+                       {"content", "Paris."},
+                       {"refusal", nullptr},
+                       {"annotations", Json::array({{{"type", "url_citation"},
+                                                     {"url_citation", {{"url", "u"}, {"title", "t"}, {"start_index", 0}, {"end_index", 1}}}}})},
+                       {"audio", nullptr},
+                       {"function_call", nullptr},
+                       {"tool_calls", nullptr}};
+  const Json part = {{"type", "text"}, {"text", "And Rome?"}, {"prompt_cache_breakpoint", {{"mode", "explicit"}}}};
+  ChatRequest r = ok({{"messages", Json::array({user("Capital of France?"), echoed, user(Json::array({part}))})}}, kStrict);
+  REQUIRE(r.messages.size() == 3);
+  CHECK(r.messages[1].content == "Paris.");
+  CHECK(r.messages[2].content == "And Rome?");
+  CHECK(r.ignored_fields == std::vector<std::string>{"messages[1].annotations", "messages[2].content[0].prompt_cache_breakpoint"});
+  // What asks for a feature sluice lacks is refused by name, strict or not.
+  CHECK(messages_err(Json::array({{{"role", "assistant"}, {"content", nullptr}, {"audio", {{"id", "a1"}}}}})) ==
+        "messages[0].audio");
 }

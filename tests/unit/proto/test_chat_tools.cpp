@@ -37,8 +37,8 @@ ChatRequest ok(const Json& extra) {
   return std::get<ChatRequest>(result);
 }
 
-ApiError err(const Json& extra) {
-  auto result = parse_chat_request(body_with(extra));
+ApiError err(const Json& extra, const ParseOptions& parse = {}) {
+  auto result = parse_chat_request(body_with(extra), parse);
   REQUIRE(std::holds_alternative<ApiError>(result));
   auto e = std::get<ApiError>(result);
   CHECK(e.status == 400);
@@ -46,7 +46,14 @@ ApiError err(const Json& extra) {
   return e;
 }
 
-std::string err_param(const Json& extra) { return err(extra).param; }
+std::string err_param(const Json& extra, const ParseOptions& parse = {}) { return err(extra, parse).param; }
+const ParseOptions kStrict{.strict_fields = true};
+// An unknown key at `param`: ignored (and listed) by default, the 400 naming it when strict.
+void check_unknown(const Json& extra, const std::string& param) {
+  CAPTURE(param);
+  CHECK(ok(extra).ignored_fields == std::vector<std::string>{param});
+  CHECK(err_param(extra, kStrict) == param);
+}
 std::string tools_err(const Json& tools) { return err_param({{"tools", tools}}); }
 std::string messages_err(const Json& messages) { return err_param({{"messages", messages}}); }
 
@@ -122,10 +129,10 @@ TEST_CASE("chat tools: malformed tools name the field") {
   CHECK(tools_err(Json::array({{{"type", "function"}, {"function", {{"name", "g"}, {"description", 1}}}}})) ==
         "tools[0].function.description");
   // Unknown keys, inside as outside.
-  CHECK(tools_err(Json::array({{{"type", "function"}, {"function", {{"name", "g"}, {"examples", 1}}}}})) ==
-        "tools[0].function.examples");
-  CHECK(tools_err(Json::array({{{"type", "function"}, {"function", {{"name", "g"}}}, {"cache_control", 1}}})) ==
-        "tools[0].cache_control");
+  check_unknown({{"tools", Json::array({{{"type", "function"}, {"function", {{"name", "g"}, {"examples", 1}}}}})}},
+                "tools[0].function.examples");
+  check_unknown({{"tools", Json::array({{{"type", "function"}, {"function", {{"name", "g"}}}, {"cache_control", 1}}})}},
+                "tools[0].cache_control");
 }
 
 TEST_CASE("chat tools: function names") {
@@ -174,9 +181,8 @@ TEST_CASE("chat tools: tool_choice") {
   CHECK(err_param({{"tools", two}, {"tool_choice", {{"type", "function"}}}}) == "tool_choice.function");
   CHECK(err_param({{"tools", two}, {"tool_choice", {{"function", Json::object()}}}}) == "tool_choice.function.name");
   CHECK(err_param({{"tools", two}, {"tool_choice", {{"function", {{"name", 1}}}}}}) == "tool_choice.function.name");
-  CHECK(err_param({{"tools", two}, {"tool_choice", {{"function", {{"name", "a"}, {"x", 1}}}}}}) ==
-        "tool_choice.function.x");
-  CHECK(err_param({{"tools", two}, {"tool_choice", {{"function", {{"name", "a"}}}, {"x", 1}}}}) == "tool_choice.x");
+  check_unknown({{"tools", two}, {"tool_choice", {{"function", {{"name", "a"}, {"x", 1}}}}}}, "tool_choice.function.x");
+  check_unknown({{"tools", two}, {"tool_choice", {{"function", {{"name", "a"}}}, {"x", 1}}}}, "tool_choice.x");
 }
 
 TEST_CASE("chat tools: parallel_tool_calls and include_reasoning are booleans") {
@@ -208,7 +214,9 @@ TEST_CASE("chat tools: the legacy functions and function_call") {
   CHECK(err_param({{"functions", Json::array({{{"name", "a"}}, {{"name", "a"}}})}}) == "functions[1].name");
   CHECK(err_param({{"functions", Json::array({{{"name", "a"}, {"parameters", 1}}})}}) == "functions[0].parameters");
   CHECK(err_param({{"functions", Json::array({{{"name", "a"}, {"strict", true}}})}}) == "functions[0].strict");
-  CHECK(err_param({{"functions", Json::array({tool("a")})}}) == "functions[0].function");
+  // A tools-form entry under the legacy key: its keys are unknown there (ignored unless
+  // strict), so it has no name.
+  CHECK(err_param({{"functions", Json::array({tool("a")})}}) == "functions[0].name");
   CHECK(err_param({{"functions", "a"}}) == "functions");
   auto e = err({{"functions", functions}, {"function_call", {{"name", "c"}}}});
   CHECK(e.param == "function_call");
@@ -216,7 +224,7 @@ TEST_CASE("chat tools: the legacy functions and function_call") {
   CHECK(err_param({{"function_call", {{"name", "a"}}}}) == "function_call");
   CHECK(err_param({{"functions", functions}, {"function_call", "required"}}) == "function_call");
   CHECK(err_param({{"functions", functions}, {"function_call", Json::object()}}) == "function_call.name");
-  CHECK(err_param({{"functions", functions}, {"function_call", {{"name", "a"}, {"x", 1}}}}) == "function_call.x");
+  check_unknown({{"functions", functions}, {"function_call", {{"name", "a"}, {"x", 1}}}}, "function_call.x");
 
   e = err({{"tools", Json::array({tool("a")})}, {"functions", functions}});
   CHECK(e.param == "functions");
@@ -340,10 +348,18 @@ TEST_CASE("chat tools: malformed tool calls and role-bound fields name the field
         "messages[1].tool_calls[0].function.arguments");
   CHECK(calls_err(Json::array({{{"id", "1"}, {"function", {{"name", "f"}, {"arguments", {{"x", 1}}}}}}})) ==
         "messages[1].tool_calls[0].function.arguments");
-  CHECK(calls_err(Json::array({{{"id", "1"}, {"function", {{"name", "f"}, {"arguments", "{}"}, {"x", 1}}}}})) ==
-        "messages[1].tool_calls[0].function.x");
-  CHECK(calls_err(Json::array({{{"id", "1"}, {"extra", 0}, {"function", {{"name", "f"}, {"arguments", "{}"}}}}})) ==
-        "messages[1].tool_calls[0].extra");
+  // Unknown keys: ignored and listed by path, or the 400 naming them when strict.
+  for (const auto& [calls, param] :
+       {std::pair{Json::array({{{"id", "1"}, {"function", {{"name", "f"}, {"arguments", "{}"}, {"x", 1}}}}}),
+                  "messages[1].tool_calls[0].function.x"},
+        std::pair{Json::array({{{"id", "1"}, {"extra", 0}, {"function", {{"name", "f"}, {"arguments", "{}"}}}}}),
+                  "messages[1].tool_calls[0].extra"}}) {
+    const std::string body = body_with({{"messages", Json::array({user("q"), calling(calls)})}});
+    CHECK(ok({{"messages", Json::array({user("q"), calling(calls)})}}).ignored_fields == std::vector<std::string>{param});
+    auto strict = parse_chat_request(body, {.strict_fields = true});
+    REQUIRE(std::holds_alternative<ApiError>(strict));
+    CHECK(std::get<ApiError>(strict).param == param);
+  }
   // The index a client keeps from the stream deltas is accepted (and ignored).
   ok({{"messages", Json::array({user("q"), calling(Json::array({{{"id", "1"}, {"index", 0},
                                                                  {"function", {{"name", "f"}, {"arguments", "{}"}}}}}))})}});

@@ -147,7 +147,6 @@ TEST_CASE("responses request: refusals name the field") {
       {R"({"model":"m","input":"x","background":true})", "background"},
       {R"({"model":"m","input":"x","tools":[{"type":"web_search"}]})", "tools[0].type"},
       {R"({"model":"m","input":"x","tools":[{"type":"file_search","vector_store_ids":[]}]})", "tools[0].type"},
-      {R"({"model":"m","input":"x","tools":[{"type":"function","name":"f","bogus":1}]})", "tools[0].bogus"},
       {R"({"model":"m","input":"x","tool_choice":{"type":"web_search_preview"}})", "tool_choice.type"},
       {R"({"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"u"}]}]})",
        "input[0].content[0].type"},
@@ -177,6 +176,77 @@ TEST_CASE("responses request: unknown fields are ignored, or refused when strict
   ResponsesParse strict = parse_responses_request(body, {.strict_fields = true});
   REQUIRE(std::holds_alternative<ApiError>(strict));
   CHECK(std::get<ApiError>(strict).param == "frobnicate");
+}
+
+TEST_CASE("responses request: unknown fields at any depth follow the same rule, by path") {
+  struct Case {
+    const char* body;
+    const char* param;
+  };
+  const Case cases[] = {
+      {R"({"model":"m","input":"x","tools":[{"type":"function","name":"f","bogus":1}]})", "tools[0].bogus"},
+      {R"({"model":"m","input":[{"role":"user","content":"x","mood":"ok"}]})", "input[0].mood"},
+      {R"({"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"x","lang":"en"}]}]})",
+       "input[0].content[0].lang"},
+      {R"({"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}","trace":1}]})",
+       "input[0].trace"},
+      {R"({"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},
+           {"type":"function_call_output","call_id":"c","output":"r","trace":1}]})",
+       "input[1].trace"},
+      {R"({"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{},"hint":1}}})",
+       "text.format.hint"},
+      {R"({"model":"m","input":"x","text":{"format":{"type":"json_object","hint":1}}})", "text.format.hint"},
+      {R"({"model":"m","input":"x","text":{"colour":"red"}})", "text.colour"},
+      {R"({"model":"m","input":"x","reasoning":{"depth":"deep"}})", "reasoning.depth"},
+      {R"({"model":"m","input":"x","tools":[{"type":"function","name":"f"}],
+           "tool_choice":{"type":"function","name":"f","why":"x"}})",
+       "tool_choice.why"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.body);
+    const ResponsesRequest lenient = parsed(c.body);
+    CHECK(lenient.ignored_fields == std::vector<std::string>{c.param});
+    auto chat = to_chat_request(lenient, OJson::array());
+    CHECK(std::holds_alternative<ResponsesChat>(chat));
+    ResponsesParse strict = parse_responses_request(c.body, {.strict_fields = true});
+    REQUIRE(std::holds_alternative<ApiError>(strict));
+    CHECK(std::get<ApiError>(strict).param == c.param);
+    CHECK(std::get<ApiError>(strict).status == 400);
+  }
+}
+
+TEST_CASE("responses request: an earlier response's output items, as the SDK sends them back, pass even when strict") {
+  // response.output items (model_dump) appended to the next request's input.
+  const std::string body = R"({"model":"m","input":[
+      {"role":"user","content":"Weather in Paris?"},
+      {"type":"message","id":"msg_1","status":"completed","role":"assistant","phase":"final_answer",
+       "content":[{"type":"output_text","text":"Checking.","annotations":[],"logprobs":[]}]},
+      {"type":"function_call","id":"fc_1","status":"completed","call_id":"call_1","name":"get_weather",
+       "arguments":"{\"city\":\"Paris\"}","caller":{"type":"direct"},"namespace":"weather"},
+      {"type":"function_call_output","id":"fco_1","status":"completed","call_id":"call_1","output":"18C",
+       "caller":{"type":"direct"},"name":"get_weather"},
+      {"role":"user","content":[{"type":"input_text","text":"Thanks","prompt_cache_breakpoint":{"mode":"explicit"}}]}],
+    "tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":null,
+              "defer_loading":false,"output_schema":null}],
+    "reasoning":{"effort":"low","mode":"standard"}})";
+  ResponsesParse strict = parse_responses_request(body, {.strict_fields = true});
+  if (auto* error = std::get_if<ApiError>(&strict)) FAIL("unexpected error: " << error->message);
+  const ResponsesRequest& req = std::get<ResponsesRequest>(strict);
+  CHECK(req.ignored_fields == std::vector<std::string>{
+                                  "input[1].id", "input[1].status", "input[1].phase", "input[1].content[0].annotations",
+                                  "input[1].content[0].logprobs", "input[2].id", "input[2].status", "input[2].caller",
+                                  "input[2].namespace", "input[3].id", "input[3].status", "input[3].caller",
+                                  "input[3].name", "input[4].content[0].prompt_cache_breakpoint",
+                                  "tools[0].defer_loading", "reasoning.mode"});
+  auto chat = to_chat_request(req, OJson::array(), {.strict_fields = true});
+  REQUIRE(std::holds_alternative<ResponsesChat>(chat));
+  const ChatRequest& request = std::get<ResponsesChat>(chat).request;
+  REQUIRE(request.messages.size() == 4);
+  CHECK(request.messages[1].content == "Checking.");
+  REQUIRE(request.messages[1].tool_calls.size() == 1);
+  CHECK(request.messages[1].tool_calls[0].id == "call_1");
+  CHECK(request.messages[2].tool_call_id == "call_1");
+  CHECK(request.messages[3].content == "Thanks");
 }
 
 TEST_CASE("responses request: the not-found errors are 404 invalid_request_error") {

@@ -62,8 +62,25 @@ TEST_CASE("structured output: OpenAI response_format") {
   CHECK(chat_error(R"("response_format": {"type": "json_schema", "json_schema": {"schema": 3}})").param ==
         "response_format.json_schema.schema");
   CHECK(chat_error(R"("response_format": {"type": "yaml"})").param == "response_format.type");
-  CHECK(chat_error(R"("response_format": {"type": "json_object", "schema": {}})").param ==
-        "response_format.schema");
+  // llama-server's json_object with a schema: that schema's constraint (key order kept).
+  StructuredOutput llama = chat_constraint(
+      R"("response_format": {"type": "json_object", "schema": {"type": "object", "properties": {"z": {}, "a": {}}}})");
+  CHECK(llama.spec.kind == Kind::json_schema);
+  CHECK(llama.spec.strict);
+  CHECK(llama.param == "response_format");
+  CHECK(llama.spec.text == R"({"type":"object","properties":{"z":{},"a":{}}})");
+  CHECK(chat_constraint(R"("response_format": {"type": "json_object", "schema": null})").spec.kind == Kind::json_object);
+  CHECK(chat_error(R"("response_format": {"type": "json_object", "schema": 3})").param == "response_format.schema");
+  // Other keys: unknown, so ignored (and listed) unless strict; "schema" is no key of json_schema's.
+  const std::string odd = chat_body(R"("response_format": {"type": "json_schema", "schema": {},
+                                       "json_schema": {"name": "x", "schema": {}, "hint": 1}})");
+  auto lenient = parse_chat_request(odd);
+  REQUIRE(std::holds_alternative<ChatRequest>(lenient));
+  CHECK(std::get<ChatRequest>(lenient).ignored_fields ==
+        std::vector<std::string>{"response_format.schema", "response_format.json_schema.hint"});
+  auto strict = parse_chat_request(odd, {.strict_fields = true});
+  REQUIRE(std::holds_alternative<ApiError>(strict));
+  CHECK(std::get<ApiError>(strict).param == "response_format.schema");
 }
 
 TEST_CASE("structured output: vLLM structured_outputs and guided_*") {

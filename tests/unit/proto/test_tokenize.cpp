@@ -78,10 +78,29 @@ TEST_CASE("tokenize: rejected forms name the field") {
   CHECK(tok_err(R"({"prompt":5})") == "prompt");
   CHECK(tok_err(R"({"prompt":"a","add_special_tokens":"yes"})") == "add_special_tokens");
   CHECK(tok_err(R"({"prompt":"a","add_generation_prompt":true})") == "add_generation_prompt");
-  CHECK(tok_err(R"({"prompt":"a","bogus":1})") == "bogus");
   CHECK(tok_err(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})") ==
         "messages[0].content[0].type");
   CHECK(tok_err(R"({"prompt":)").empty());
+}
+
+TEST_CASE("tokenize and detokenize: unknown keys at any depth are ignored by path, or refused when strict") {
+  const ParseOptions strict{.strict_fields = true};
+  CHECK(tok_ok(R"({"prompt":"a","bogus":1})").ignored_fields == std::vector<std::string>{"bogus"});
+  const std::string nested = R"({"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache":1}]}]})";
+  CHECK(tok_ok(nested).ignored_fields == std::vector<std::string>{"messages[0].content[0].cache"});
+  for (const auto& [body, param] : {std::pair<std::string, std::string>{R"({"prompt":"a","bogus":1})", "bogus"},
+                                    {nested, "messages[0].content[0].cache"}}) {
+    auto r = parse_tokenize_request(body, strict);
+    REQUIRE(std::holds_alternative<ApiError>(r));
+    CHECK(std::get<ApiError>(r).param == param);
+  }
+  const std::string detok = R"({"tokens":[1],"bogus":1})";
+  auto lenient = parse_detokenize_request(detok);
+  REQUIRE(std::holds_alternative<DetokenizeRequest>(lenient));
+  CHECK(std::get<DetokenizeRequest>(lenient).ignored_fields == std::vector<std::string>{"bogus"});
+  auto refused = parse_detokenize_request(detok, strict);
+  REQUIRE(std::holds_alternative<ApiError>(refused));
+  CHECK(std::get<ApiError>(refused).param == "bogus");
 }
 
 TEST_CASE("detokenize: request") {
@@ -94,7 +113,10 @@ TEST_CASE("detokenize: request") {
   CHECK(detok_err(R"({"tokens":[1,"a"]})") == "tokens");
   CHECK(detok_err(R"({"tokens":[-1]})") == "tokens");
   CHECK(detok_err(R"({"tokens":"1 2"})") == "tokens");
-  CHECK(detok_err(R"({"tokens":[1],"prompt":"x"})") == "prompt");
+  // A tokenize field sent here is unknown: ignored, or refused when strict.
+  auto with_prompt = parse_detokenize_request(R"({"tokens":[1],"prompt":"x"})", {.strict_fields = true});
+  REQUIRE(std::holds_alternative<ApiError>(with_prompt));
+  CHECK(std::get<ApiError>(with_prompt).param == "prompt");
 }
 
 TEST_CASE("tokenize and detokenize responses have vLLM's shapes") {
