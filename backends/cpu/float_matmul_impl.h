@@ -1,13 +1,12 @@
 #pragma once
-// float_matmul_kernel.h's tile, included by one translation unit per ISA. Its
+// float_matmul_kernel.h's tile for the scalar and avx512 paths, included by one
+// translation unit each (the avx2 path has its own: float_matmul_avx2_tile.h). Its
 // functions have internal linkage so the per-ISA copies never merge at link time.
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 #if defined(__AVX512F__)
 #include "backends/cpu/reduce16_avx512.h"
-#elif defined(__AVX2__)
-#include <immintrin.h>
 #endif
 
 #include "backends/cpu/float_matmul_kernel.h"
@@ -22,14 +21,11 @@ namespace {
 constexpr int kMicroTokens = 4;  // activation rows sharing each load of the weight rows
 
 // The widest vector the translation unit is built for. GCC keeps wider generic
-// vectors (a 16-float one on AVX2) on the stack across loop iterations, so the
-// 16 lanes of dot.h are held as kParts native vectors.
+// vectors on the stack across loop iterations, so the 16 lanes of dot.h are held as
+// kParts native vectors.
 #if defined(__AVX512F__)
 constexpr int kNativeLanes = 16;
 constexpr int kRowBlock = 6;  // weight rows sharing each activation load (dot_block_x4)
-#elif defined(__AVX__)
-constexpr int kNativeLanes = 8;
-constexpr int kRowBlock = 1;  // 16 registers: 4 tokens x 2 parts already take half
 #else
 constexpr int kNativeLanes = 4;
 constexpr int kRowBlock = 1;
@@ -45,8 +41,6 @@ inline NativeLanes load_native(const float* p) { return load_vector<NativeLanes>
 inline NativeLanes fma_native(NativeLanes w, NativeLanes x, NativeLanes acc) {
 #if defined(__AVX512F__)
   return (NativeLanes)_mm512_fmadd_ps((__m512)w, (__m512)x, (__m512)acc);
-#elif defined(__AVX2__)
-  return (NativeLanes)_mm256_fmadd_ps((__m256)w, (__m256)x, (__m256)acc);
 #else
   for (int l = 0; l < kNativeLanes; ++l) acc[l] = std::fma(w[l], x[l], acc[l]);
   return acc;
@@ -215,7 +209,7 @@ void float_tile(const FloatMatmulArgs& a, int64_t t_begin, int64_t t_end, int64_
                 float* scratch) {
   int64_t o = o_begin;
   // Blocks of rows pay where several tokens reuse them; a decode tile (fewer tokens
-  // than a micro tile) streams row by row, which measured faster.
+  // than a micro tile) streams row by row, which measured faster on AVX-512.
   if (t_end - t_begin >= kMicroTokens) {
     for (; o + kRowBlock <= o_end; o += kRowBlock) rows_times_tokens<kRowBlock>(a, o, t_begin, t_end, scratch);
     if constexpr (kRowBlock > 4)

@@ -5,10 +5,12 @@
 // to F32 once per tile (exactly: F16C / AVX-512 conversions where built with them,
 // half.h's bit operations otherwise) and dotted with every activation row of the
 // tile in one fixed order (16 lanes of fused multiply-adds, dot.h's lane split and
-// reduction tree). Written once (float_matmul_impl.h) and compiled per
-// ISA (float_matmul_{scalar,avx2,avx512}.cpp) with -ffp-contract=off, so every path
-// gives the same bits: the scalar path is the reference the others are tested
-// against, and a row's result never depends on the tile or the thread split.
+// reduction tree). Written once for the scalar and AVX-512 paths
+// (float_matmul_impl.h, compiled by float_matmul_{scalar,avx512}.cpp) and once for
+// AVX2 (float_matmul_avx2_tile.h: weights widened in registers, blocks of rows x
+// tokens), all with -ffp-contract=off, so every path gives the same bits: the scalar
+// path is the reference the others are tested against, and a row's result never
+// depends on the tile or the thread split.
 #include <cstddef>
 #include <cstdint>
 

@@ -152,8 +152,9 @@ TEST_CASE("matmul: the F32/F16/BF16 tile of every ISA path equals the scalar pat
   MESSAGE("float matmul paths checked against scalar: " << paths.size() - 1);
   const cpu::FloatMatmulTile reference = cpu::float_matmul_tile(cpu::KernelPath::scalar);
   for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-    // 19 and 23 weight rows: blocks of 6 (AVX-512), 4 and single rows.
-    for (const auto& [in, out] : {std::pair<int64_t, int64_t>{7, 19}, {100, 23}, {300, 19}, {576, 23}}) {
+    // 19, 23 and 31 weight rows: blocks of 6 (AVX-512), 4 and single rows; in decode
+    // (fewer than 4 tokens) AVX-512's blocks of 16, 8, 4, 2 and 1 rows read as stored.
+    for (const auto& [in, out] : {std::pair<int64_t, int64_t>{7, 19}, {100, 23}, {300, 19}, {576, 23}, {64, 31}}) {
       std::vector<std::byte> w_bytes = random_weights(dtype, out, in, rng);
       for (int64_t t : {1, 3, 8, 17, 64}) {
         CAPTURE(dtype_name(dtype));
