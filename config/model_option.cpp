@@ -55,9 +55,10 @@ void finish(std::vector<ModelConfig>& models, std::string_view origin) {
       fail(entry_key(i, "codec_precision"), "must be one of f32, int16, got " + quote(model.codec_precision), origin);
     }
     if (model.tool_call_parser != "auto" && model.tool_call_parser != "hermes" &&
-        model.tool_call_parser != "llama3_json" && model.tool_call_parser != "none") {
+        model.tool_call_parser != "llama3_json" && model.tool_call_parser != "generic" &&
+        model.tool_call_parser != "none") {
       fail(entry_key(i, "tool_call_parser"),
-           "must be one of auto, hermes, llama3_json, none, got " + quote(model.tool_call_parser), origin);
+           "must be one of auto, hermes, llama3_json, generic, none, got " + quote(model.tool_call_parser), origin);
     }
     if (model.reasoning_parser != "auto" && model.reasoning_parser != "qwen3" &&
         model.reasoning_parser != "deepseek_r1" && model.reasoning_parser != "none") {

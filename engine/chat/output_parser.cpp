@@ -6,6 +6,7 @@
 // settles the same events in the same order (only their cut points differ).
 #include "engine/chat/output_parser.h"
 
+#include <cctype>
 #include <cstdint>
 #include <utility>
 
@@ -20,14 +21,19 @@ enum class OutputParser::Mode : uint8_t {
   answer_start,    // the start of the answer (llama3 calls may only start here)
   content,         // answer text, watching for the syntax's trigger
   opening,         // held_ starts with call markup not yet decided (lead_ says which)
-  value,           // a committed call's arguments value
+  value,           // a committed call's arguments value (or a generic response as JSON text)
   closing,         // the markup after the arguments value
+  envelope,        // generic: deciding whether the answer opens the envelope
+  response_start,  // generic: before the "response" value
+  response_text,   // generic: inside the "response" string
+  envelope_close,  // generic: the envelope's closing "}"
 };
 
 enum class OutputParser::Lead : uint8_t {
   trigger,    // the syntax's trigger ("<tool_call>", "<|python_tag|>")
   start,      // llama3 at the answer start: an optional "<|python_tag|>"
   separator,  // llama3 after a call: ";"
+  item_next,  // generic after a call: "," and the next call, or "]" (the list's end)
 };
 
 namespace {
@@ -135,6 +141,36 @@ std::string decode_json_string(std::string_view body) {
   return out;
 }
 
+// The length of the unit of a JSON string body that starts at body[pos] (one byte, an
+// escape, or a \u escape with the low surrogate that pairs with it), so that decoding
+// the body unit by unit is decode_json_string of the whole: 0 when the body ends
+// inside the unit (more text decides it), -1 for a broken \u escape (decode_json_string
+// drops the rest of the body from there).
+int32_t json_string_unit(std::string_view body, size_t pos) {
+  if (body[pos] != '\\') return 1;
+  if (pos + 1 >= body.size()) return 0;
+  if (body[pos + 1] != 'u') return 2;
+  const auto hex_prefix = [&](size_t from) {  // body[from..] could still start 4 hex digits
+    for (size_t i = from; i < body.size() && i < from + 4; ++i)
+      if (std::isxdigit(static_cast<unsigned char>(body[i])) == 0) return false;
+    return true;
+  };
+  if (pos + 6 > body.size()) return hex_prefix(pos + 2) ? 0 : -1;
+  const int32_t unit = hex4(body, pos + 2);
+  if (unit < 0) return -1;
+  if (unit < 0xD800 || unit >= 0xDC00) return 6;
+  // A high surrogate: a \u escape of a low one after it makes a pair.
+  const size_t next = pos + 6;
+  if (next + 6 > body.size()) {
+    const std::string_view rest = body.substr(next);
+    const bool may_pair = (rest.empty() || rest[0] == '\\') && (rest.size() < 2 || rest[1] == 'u') && hex_prefix(next + 2);
+    if (may_pair) return 0;
+    return 6;
+  }
+  const int32_t low = body[next] == '\\' && body[next + 1] == 'u' ? hex4(body, next + 2) : -1;
+  return low >= 0xDC00 && low < 0xE000 ? 12 : 6;
+}
+
 // Reads call markup from the start of a text, one piece at a time. Each piece either
 // matches (pos moves past it), needs more text (the text ends inside it), or fails
 // (pos is left at the first byte that does not fit).
@@ -217,6 +253,46 @@ Opening read_opening(std::string_view text, std::string_view lead, bool lead_opt
   return stop(Result::matched);
 }
 
+struct Envelope {
+  MarkupReader::Result result = MarkupReader::Result::more;
+  size_t end = 0;      // matched: where the response value or the first call's arguments start
+  bool calls = false;  // "tool_calls" (else "response")
+  std::string name;    // the first call's
+};
+
+// `ws { ws "response" ws : ws`, or `ws { ws "tool_calls" ws : ws [` and the first
+// call's opening (read_opening without a lead).
+Envelope read_envelope(std::string_view text) {
+  using Result = MarkupReader::Result;
+  MarkupReader reader{text};
+  Envelope envelope;
+  const auto stop = [&](Result r) {
+    envelope.result = r;
+    envelope.end = reader.pos;
+    return envelope;
+  };
+  const auto piece = [&](std::string_view expected) {
+    reader.space();
+    return reader.literal(expected);
+  };
+  for (const std::string_view expected : {"{", "\""}) {
+    if (const Result r = piece(expected); r != Result::matched) return stop(r);
+  }
+  if (reader.pos >= text.size()) return stop(Result::more);
+  envelope.calls = text[reader.pos] == 't';
+  if (const Result r = reader.literal(envelope.calls ? "tool_calls\"" : "response\""); r != Result::matched)
+    return stop(r);
+  if (const Result r = piece(":"); r != Result::matched) return stop(r);
+  reader.space();
+  if (!envelope.calls) return stop(Result::matched);
+  if (const Result r = reader.literal("["); r != Result::matched) return stop(r);
+  Opening first = read_opening(text.substr(reader.pos), "", false);
+  envelope.result = first.result;
+  envelope.end = reader.pos + first.end;
+  envelope.name = std::move(first.name);
+  return envelope;
+}
+
 }  // namespace
 
 OutputParser::OutputParser(OutputParserOptions options) : options_(options) {
@@ -258,6 +334,10 @@ bool OutputParser::step(bool final, std::vector<OutputEvent>& out) {
     case Mode::opening: return step_opening(final, out);
     case Mode::value: return step_value(final, out);
     case Mode::closing: return step_closing(final);
+    case Mode::envelope: return step_envelope(final, out);
+    case Mode::response_start: return step_response_start();
+    case Mode::response_text: return step_response_text(final, out);
+    case Mode::envelope_close: return step_envelope_close(final);
   }
   return false;
 }
@@ -330,6 +410,8 @@ bool OutputParser::step_answer_start() {
   if (options_.tool_calls == ToolCallSyntax::llama3_json) {
     mode_ = Mode::opening;
     lead_ = Lead::start;
+  } else if (options_.tool_calls == ToolCallSyntax::generic) {
+    mode_ = Mode::envelope;
   } else {
     mode_ = Mode::content;
   }
@@ -371,24 +453,36 @@ bool OutputParser::step_opening(bool final, std::vector<OutputEvent>& out) {
   if (lead_ == Lead::trigger) lead = options_.tool_calls == ToolCallSyntax::hermes ? kHermesOpen : kPythonTag;
   if (lead_ == Lead::start) lead = kPythonTag;
   if (lead_ == Lead::separator) lead = ";";
+  if (lead_ == Lead::item_next) {
+    const size_t pos = skip_space(held_, 0);
+    if (pos == held_.size()) {
+      if (final) held_.clear();
+      return false;
+    }
+    if (held_[pos] == ']') {  // the list's end
+      held_.erase(0, pos + 1);
+      mode_ = Mode::envelope_close;
+      return true;
+    }
+    lead = ",";
+  }
   Opening opening = read_opening(held_, lead, lead_ == Lead::start);
   using Result = MarkupReader::Result;
   if (opening.result == Result::more && !final) return false;
+  if (opening.result == Result::more && lead_ == Lead::item_next) {  // the envelope cut off by the output's end
+    held_.clear();
+    return false;
+  }
   if (opening.result == Result::matched) {
     held_.erase(0, opening.end);
     begin_call(std::move(opening.name), out);
-    value_kind_ = 0;
-    value_depth_ = 0;
-    value_in_string_ = false;
-    value_escape_ = false;
-    value_string_.clear();
-    mode_ = Mode::value;
+    start_value(OutputEvent::Kind::call_arguments);
     return true;
   }
-  // Not a call. After a call, before a ";" that never came: the whitespace sits
-  // between a call and content, so it is dropped and the rest read as content.
+  // Not a call. After a call, before a ";" (or ",") that never came: the whitespace
+  // sits between a call and content, so it is dropped and the rest read as content.
   mode_ = Mode::content;
-  if (lead_ == Lead::separator && opening.lead_end == 0) {
+  if ((lead_ == Lead::separator || lead_ == Lead::item_next) && opening.lead_end == 0) {
     drop_whitespace_ = true;
     return true;
   }
@@ -401,7 +495,18 @@ bool OutputParser::step_opening(bool final, std::vector<OutputEvent>& out) {
   return true;
 }
 
+void OutputParser::start_value(OutputEvent::Kind target) {
+  value_target_ = target;
+  value_kind_ = 0;
+  value_depth_ = 0;
+  value_in_string_ = false;
+  value_escape_ = false;
+  value_string_.clear();
+  mode_ = Mode::value;
+}
+
 bool OutputParser::step_value(bool final, std::vector<OutputEvent>& out) {
+  const bool to_content = value_target_ == OutputEvent::Kind::content;
   size_t pos = 0;
   if (value_kind_ == 0) {  // the value's first byte decides how its end is found
     pos = skip_space(held_, 0);
@@ -412,6 +517,8 @@ bool OutputParser::step_value(bool final, std::vector<OutputEvent>& out) {
     const char first = held_[pos];
     if (first == '{' || first == '[') {
       value_kind_ = '{';
+    } else if (first == '"' && to_content) {
+      value_kind_ = 'r';  // a string kept as written, quotes and all
     } else if (first == '"') {
       value_kind_ = '"';
       value_in_string_ = true;
@@ -420,7 +527,7 @@ bool OutputParser::step_value(bool final, std::vector<OutputEvent>& out) {
       value_kind_ = 's';
     } else {  // no value at all: the call has empty arguments
       held_.erase(0, pos);
-      mode_ = Mode::closing;
+      mode_ = to_content ? Mode::envelope_close : Mode::closing;
       return true;
     }
     held_.erase(0, pos);
@@ -441,7 +548,7 @@ bool OutputParser::step_value(bool final, std::vector<OutputEvent>& out) {
         value_escape_ = true;
       } else if (c == '"') {
         value_in_string_ = false;
-        ended = value_kind_ == '"';
+        ended = value_kind_ == '"' || value_kind_ == 'r';
       }
     } else if (c == '"') {
       value_in_string_ = true;
@@ -457,17 +564,17 @@ bool OutputParser::step_value(bool final, std::vector<OutputEvent>& out) {
     value_string_.append(held_, 0, ended ? pos - 1 : pos);
     if (ended || final) emit(OutputEvent::Kind::call_arguments, decode_json_string(value_string_), out);
   } else {
-    emit(OutputEvent::Kind::call_arguments, std::string_view(held_).substr(0, pos), out);
+    emit(value_target_, std::string_view(held_).substr(0, pos), out);
   }
   held_.erase(0, pos);
   if (!ended) return false;
-  mode_ = Mode::closing;
+  mode_ = to_content ? Mode::envelope_close : Mode::closing;
   return true;
 }
 
-// After the value: `ws } ws </tool_call>` (hermes) or `ws }` then a ";" (llama3). Each
-// piece is optional, so a model that skips one still gets its call; the first byte
-// that fits no piece starts content again.
+// After the value: `ws } ws </tool_call>` (hermes), or `ws }` then a ";" (llama3) or
+// a "," or "]" (generic). Each piece is optional, so a model that skips one still gets
+// its call; the first byte that fits no piece starts content again.
 bool OutputParser::step_closing(bool final) {
   const bool hermes = options_.tool_calls == ToolCallSyntax::hermes;
   MarkupReader reader{held_};
@@ -489,8 +596,102 @@ bool OutputParser::step_closing(bool final) {
     drop_whitespace_ = true;
   } else {
     mode_ = Mode::opening;
-    lead_ = Lead::separator;
+    lead_ = options_.tool_calls == ToolCallSyntax::generic ? Lead::item_next : Lead::separator;
   }
+  return true;
+}
+
+bool OutputParser::step_envelope(bool final, std::vector<OutputEvent>& out) {
+  Envelope envelope = read_envelope(held_);
+  using Result = MarkupReader::Result;
+  if (envelope.result == Result::more && !final) return false;
+  if (envelope.result == Result::more && skip_space(held_, 0) < held_.size()) {
+    held_.clear();  // the envelope's opening cut off by the output's end: markup, dropped
+    return false;
+  }
+  if (envelope.result != Result::matched) {  // not the envelope: all of it is content as written
+    mode_ = Mode::content;
+    return true;
+  }
+  held_.erase(0, envelope.end);
+  if (envelope.calls) {
+    begin_call(std::move(envelope.name), out);
+    start_value(OutputEvent::Kind::call_arguments);
+  } else {
+    mode_ = Mode::response_start;
+  }
+  return true;
+}
+
+bool OutputParser::step_response_start() {
+  const size_t pos = skip_space(held_, 0);
+  if (pos == held_.size()) {
+    held_.clear();
+    return false;
+  }
+  if (held_[pos] == '"' && !options_.raw_response) {
+    held_.erase(0, pos + 1);
+    response_broken_ = false;
+    mode_ = Mode::response_text;
+    return true;
+  }
+  held_.erase(0, pos);
+  start_value(OutputEvent::Kind::content);
+  return true;
+}
+
+// The response string streams decoded: each whole unit (a byte, an escape, a
+// surrogate pair) as it arrives, an escape cut off between pushes held until it is
+// whole. Decoding unit by unit is decoding the whole string, so every split of the
+// output gives the same text.
+bool OutputParser::step_response_text(bool final, std::vector<OutputEvent>& out) {
+  size_t pos = 0;
+  bool ended = false;
+  while (pos < held_.size()) {
+    if (held_[pos] == '"') {
+      ended = true;
+      break;
+    }
+    if (response_broken_) {  // dropped up to the closing quote, escapes skipped whole
+      if (held_[pos] == '\\' && pos + 1 >= held_.size()) break;
+      pos += held_[pos] == '\\' ? 2 : 1;
+      continue;
+    }
+    const int32_t length = json_string_unit(held_, pos);
+    if (length == 0) break;
+    if (length < 0) {
+      emit(OutputEvent::Kind::content, decode_json_string(std::string_view(held_).substr(0, pos)), out);
+      held_.erase(0, pos);
+      pos = 0;
+      response_broken_ = true;
+      continue;
+    }
+    pos += static_cast<size_t>(length);
+  }
+  const size_t body_end = ended || !final ? pos : held_.size();  // the end of the output: what is left, as it is
+  if (!response_broken_)
+    emit(OutputEvent::Kind::content, decode_json_string(std::string_view(held_).substr(0, body_end)), out);
+  held_.erase(0, ended ? body_end + 1 : body_end);
+  if (!ended) return false;
+  mode_ = Mode::envelope_close;
+  return true;
+}
+
+// The envelope's "}" (optional, as a call's closing markup is); then content, the
+// whitespace before it dropped.
+bool OutputParser::step_envelope_close(bool final) {
+  MarkupReader reader{held_};
+  reader.space();
+  const size_t piece_start = reader.pos;
+  const auto result = reader.literal("}");
+  if (result == MarkupReader::Result::more) {
+    if (!final) return false;
+    reader.pos = held_.size();
+  }
+  if (result == MarkupReader::Result::failed) reader.pos = piece_start;
+  held_.erase(0, reader.pos);
+  mode_ = Mode::content;
+  drop_whitespace_ = true;
   return true;
 }
 

@@ -25,6 +25,14 @@
 //   whitespace that markup may follow.
 // - max_calls: calls beyond it are dropped (markup and arguments); text after them is
 //   still content.
+// - The generic envelope (ToolCallSyntax::generic): the answer is one JSON object,
+//   {"tool_calls": [CALL, ...]} with each CALL {"name": "NAME", "arguments": VALUE}, or
+//   {"response": VALUE}. The calls commit and stream as above; a response that is a JSON
+//   string streams as its decoded text (each escape once it is whole), any other
+//   response value (or every one with raw_response) as its JSON text. An answer that
+//   does not open the envelope, or whose first call does not open, is content as
+//   written; envelope markup cut off by the end of the output is dropped; text after
+//   the envelope's end is content (whitespace before it dropped).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -39,6 +47,9 @@ struct OutputParserOptions {
   ReasoningSyntax reasoning = ReasoningSyntax::none;
   bool starts_in_reasoning = false;  // the prompt opened <think> (starts_in_reasoning())
   int32_t max_calls = -1;            // < 0: no limit (parallel_tool_calls false: 1)
+  // generic: the "response" value is content as written (JSON text), as when it is held to
+  // a response_format schema; otherwise a JSON string response is its decoded text.
+  bool raw_response = false;
 };
 
 struct OutputEvent {
@@ -92,6 +103,11 @@ class OutputParser {
   bool step_opening(bool final, std::vector<OutputEvent>& out);
   bool step_value(bool final, std::vector<OutputEvent>& out);
   bool step_closing(bool final);
+  bool step_envelope(bool final, std::vector<OutputEvent>& out);
+  bool step_response_start();
+  bool step_response_text(bool final, std::vector<OutputEvent>& out);
+  bool step_envelope_close(bool final);
+  void start_value(OutputEvent::Kind target);
   void emit(OutputEvent::Kind kind, std::string_view text, std::vector<OutputEvent>& out);
   void begin_call(std::string name, std::vector<OutputEvent>& out);
 
@@ -109,6 +125,10 @@ class OutputParser {
   bool value_in_string_ = false;
   bool value_escape_ = false;
   std::string value_string_;  // a string value's raw body, decoded once it closes
+  // Where the value goes: a call's arguments, or (generic, a response that is not a
+  // decoded string) content.
+  OutputEvent::Kind value_target_ = OutputEvent::Kind::call_arguments;
+  bool response_broken_ = false;  // a broken \u escape: the rest of the response string is dropped
 };
 
 // The whole output at once (push + finish).

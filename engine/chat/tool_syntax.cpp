@@ -63,6 +63,7 @@ bool mentions_tools_variable(std::string_view source) {
 std::optional<ToolCallSyntax> tool_call_syntax_named(std::string_view name) {
   if (name == "hermes") return ToolCallSyntax::hermes;
   if (name == "llama3_json") return ToolCallSyntax::llama3_json;
+  if (name == "generic") return ToolCallSyntax::generic;
   if (name == "none") return ToolCallSyntax::none;
   return std::nullopt;
 }
@@ -78,6 +79,7 @@ std::string_view tool_call_syntax_name(ToolCallSyntax syntax) {
   switch (syntax) {
     case ToolCallSyntax::hermes: return "hermes";
     case ToolCallSyntax::llama3_json: return "llama3_json";
+    case ToolCallSyntax::generic: return "generic";
     case ToolCallSyntax::none: break;
   }
   return "none";
@@ -116,6 +118,9 @@ ToolCallShape tool_call_shape(ToolCallSyntax syntax) {
       // Llama writes a call as the whole answer, so there is no trigger: a constrained
       // call starts at the start of the output.
       return {"{\"name\": \"", "\", \"parameters\": ", "}", "; ", ""};
+    case ToolCallSyntax::generic:
+      return {"{\"name\": \"", "\", \"arguments\": ", "}", ", ", "",
+              "{\"tool_calls\": [", "]}", "{\"response\": ", "}"};
     case ToolCallSyntax::none: break;
   }
   return {};

@@ -21,6 +21,11 @@ enum class ToolCallSyntax {
   // (leading whitespace allowed), optionally after <|python_tag|>; several calls
   // separated by ";". "arguments" is accepted for "parameters".
   llama3_json,
+  // sluice's own format for templates that know nothing of tools (the server writes the
+  // tools into a system message): the whole output is one JSON object,
+  //   {"tool_calls": [{"name": "f", "arguments": {...}}, ...]}  or  {"response": "text"}
+  // enforced by a grammar from the first token.
+  generic,
 };
 
 enum class ReasoningSyntax {
@@ -31,7 +36,7 @@ enum class ReasoningSyntax {
   think,
 };
 
-// Config spellings: "hermes", "llama3_json", "none" / "qwen3", "deepseek_r1", "think", "none".
+// Config spellings: "hermes", "llama3_json", "generic", "none" / "qwen3", "deepseek_r1", "think", "none".
 std::optional<ToolCallSyntax> tool_call_syntax_named(std::string_view name);
 std::optional<ReasoningSyntax> reasoning_syntax_named(std::string_view name);
 std::string_view tool_call_syntax_name(ToolCallSyntax syntax);
@@ -67,6 +72,12 @@ struct ToolCallShape {
   // The text whose appearance in free output starts a call (tool_choice auto: the
   // grammar applies from there on); empty: only at the start of the output.
   std::string trigger;
+  // generic: the envelope. The calls go between calls_open and calls_close; a text
+  // answer is response_open, a JSON string, response_close. Empty for the others.
+  std::string calls_open;
+  std::string calls_close;
+  std::string response_open;
+  std::string response_close;
 };
 ToolCallShape tool_call_shape(ToolCallSyntax syntax);
 

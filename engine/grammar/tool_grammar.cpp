@@ -98,6 +98,45 @@ Alternative concat(Alternative a, const Alternative& b) {
   return a;
 }
 
+// The answer after any reasoning: the calls (between calls_open and calls_close), or
+// with response_open set, either those or the response.
+uint32_t envelope(GrammarBuilder& b, uint32_t calls, const ToolGrammarOptions& options, const GrammarLimits& limits,
+                  ToolGrammarResult& result) {
+  if (options.calls_open.empty() && options.calls_close.empty() && options.response_open.empty()) return calls;
+  Alternative wrapped = b.literal(options.calls_open);
+  wrapped.push_back(GrammarBuilder::ref(calls));
+  const uint32_t answer = b.add_rule("tool-envelope");
+  b.add_alternative(answer, concat(std::move(wrapped), b.literal(options.calls_close)));
+  if (options.response_open.empty()) return answer;
+  JsonSchemaResult value;
+  try {
+    JsonSchemaOptions schema_options;
+    schema_options.limits = limits;
+    if (!options.response_spec) {
+      value = compile_json_schema(R"({"type":"string"})", schema_options);
+    } else if (options.response_spec->kind == GrammarSpec::Kind::json_schema) {
+      schema_options.any_whitespace = options.response_spec->any_whitespace;
+      schema_options.strict = options.response_spec->strict;
+      value = compile_json_schema(options.response_spec->text, schema_options);
+    } else if (options.response_spec->kind == GrammarSpec::Kind::json_object) {
+      value.grammar = json_object_grammar(options.response_spec->any_whitespace);
+    } else {
+      throw GrammarError(std::string("a response of kind ") + std::string(kind_name(options.response_spec->kind)) +
+                         " cannot go inside the tool envelope");
+    }
+  } catch (const GrammarError& e) {
+    throw ResponseSchemaError(e);
+  }
+  for (const std::string& entry : value.unenforced) result.unenforced.push_back("response: " + entry);
+  Alternative response = b.literal(options.response_open);
+  response.push_back(GrammarBuilder::ref(graft(b, value.grammar, "response-")));
+  b.add_alternative(answer, concat(std::move(response), b.literal(options.response_close)));
+  if (b.num_elements() > limits.max_elements)
+    throw GrammarError("the tool grammar has " + std::to_string(b.num_elements()) + " elements, over the limit of " +
+                       std::to_string(limits.max_elements) + " (limit max_elements)");
+  return answer;
+}
+
 }  // namespace
 
 uint32_t graft(GrammarBuilder& builder, const Grammar& grammar, std::string_view prefix) {
@@ -185,7 +224,7 @@ ToolGrammarResult tool_call_grammar(const std::vector<ToolFunctionSchema>& funct
       root.push_back(GrammarBuilder::ref(reasoning));
     }
   }
-  root.push_back(GrammarBuilder::ref(calls));
+  root.push_back(GrammarBuilder::ref(envelope(b, calls, options, limits, result)));
   const uint32_t start = b.sequence(std::move(root), "tool-root");
   result.grammar = std::move(b).build(start, limits.max_elements);
   return result;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/grammar/grammar.h"
+#include "engine/grammar/grammar_spec.h"
 #include "engine/grammar/limits.h"
 
 namespace sluice::grammar {
@@ -35,6 +36,21 @@ struct ToolGrammarOptions {
   bool starts_in_reasoning = false;  // the prompt opened the span: the output starts inside it
   // Whitespace (space, \t, \n, \r) allowed before the first call.
   bool leading_whitespace = true;
+  // The generic envelope (chat/tool_syntax.h, ToolCallSyntax::generic): the calls go
+  // between calls_open and calls_close; with response_open set, the output may instead
+  // be response_open VALUE response_close, VALUE a JSON string, or with response_spec
+  // a value of that constraint (json_schema or json_object kinds only).
+  std::string calls_open;
+  std::string calls_close;
+  std::string response_open;
+  std::string response_close;
+  std::optional<GrammarSpec> response_spec;
+};
+
+// The response_spec that the compiler refuses (its JSON Schema, or a kind that is not JSON).
+class ResponseSchemaError : public GrammarError {
+ public:
+  explicit ResponseSchemaError(const GrammarError& error) : GrammarError(error.what()) {}
 };
 
 // A function whose schema the compiler refuses.
@@ -52,10 +68,12 @@ class ToolSchemaError : public GrammarError {
 
 struct ToolGrammarResult {
   Grammar grammar;
-  std::vector<std::string> unenforced;  // "get_weather: /properties/x/format: ..." (non-strict functions)
+  // "get_weather: /properties/x/format: ..." (non-strict functions); "response: ..." for response_spec
+  std::vector<std::string> unenforced;
 };
 
-// Throws ToolSchemaError for a refused schema, GrammarError for no functions or a limit.
+// Throws ToolSchemaError for a refused schema, ResponseSchemaError for a refused
+// response_spec, GrammarError for no functions or a limit.
 ToolGrammarResult tool_call_grammar(const std::vector<ToolFunctionSchema>& functions,
                                     const ToolGrammarOptions& options, const GrammarLimits& limits = {});
 

@@ -6,6 +6,7 @@
 #include "engine/chat/jinja/template_error.h"
 #include "proto/chat_render.h"
 #include "proto/template_kwargs.h"
+#include "server/api/chat_generic_tools.h"
 #include "server/api/text_fit.h"
 
 namespace sluice::server {
@@ -37,6 +38,9 @@ asio::awaitable<std::optional<ToolConstraint>> compile_tool_constraint(Exchange&
   auto compiled = co_await prep.run([&]() -> Compiled {
     try {
       return model.compile_tool_calls(functions, plan.grammar);
+    } catch (const grammar::ResponseSchemaError& e) {
+      const std::string& param = request.structured_output ? request.structured_output->param : std::string("tools");
+      return proto::invalid_request("Invalid '" + param + "': " + e.what(), param);
     } catch (const grammar::ToolSchemaError& e) {
       const proto::ChatTool& tool = request.tools[plan.constrained_functions.at(e.function_index())];
       const std::string param = tool.param + (tool.param.starts_with("functions") ? ".parameters" : ".function.parameters");
@@ -98,8 +102,24 @@ asio::awaitable<std::optional<PreparedChat>> prepare_chat(Exchange& ex, ModelSer
       if (!request.tools.empty()) ordered = proto::read_tools_in_order(body, request);
       std::optional<chat::Value> tools;
       if (plan.render_tools) tools = proto::template_value(ordered.for_template);
-      std::string text = model.render_chat(request.messages, request.add_generation_prompt,
-                                           request.chat_template_kwargs, tools ? &*tools : nullptr);
+      std::string text;
+      if (plan.generic) {
+        // The template knows nothing of tools: they and the conversation's calls go in as
+        // text; a template that refuses a system message gets the tools in the first user turn.
+        const auto render = [&](GenericPlacement placement) {
+          return model.render_chat(generic_tool_messages(request, ordered, plan.generic_instructions, placement),
+                                   request.add_generation_prompt, request.chat_template_kwargs, nullptr);
+        };
+        try {
+          text = render(GenericPlacement::system);
+        } catch (const chat::TemplateError&) {
+          if (!plan.generic_instructions) throw;
+          text = render(GenericPlacement::first_user);
+        }
+      } else {
+        text = model.render_chat(request.messages, request.add_generation_prompt, request.chat_template_kwargs,
+                                 tools ? &*tools : nullptr);
+      }
       if (request.continue_final_message) {
         std::optional<std::string> continued = proto::continued_prompt(std::move(text), request.messages.back().content);
         if (!continued) throw ContinuationError();

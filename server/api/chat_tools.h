@@ -28,10 +28,16 @@ struct ChatToolPlan {
   std::vector<size_t> constrained_functions;
   grammar::ToolGrammarOptions grammar;
   bool lazy = false;  // tool_choice auto: the grammar starts with a call
+  // ToolCallSyntax::generic (a template that does not render tools): the messages are
+  // rewritten for the template (chat_generic_tools.h), with the tools' instructions
+  // unless tool_choice is none.
+  bool generic = false;
+  bool generic_instructions = false;
 };
 
 // A 400 (with `param`) for tools this model cannot take: a template that does not
-// render them, no parser for its calls, or a forced call together with response_format.
+// render them (and tool_call_parser none, or a named one: generic is the fallback), no
+// parser for its calls, or a forced call together with response_format.
 std::variant<ChatToolPlan, proto::ApiError> plan_chat_tools(const proto::ChatRequest& request,
                                                             const std::string& model_name,
                                                             const chat::TemplateTraits& syntax,

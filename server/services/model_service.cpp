@@ -77,14 +77,6 @@ engine::GenerationDefaults to_defaults(const config::GenerationConfig& g) {
 
 // Lowest to highest: sluice's cap for unbounded requests, the model file, the
 // daemon's generation_config, the model entry's generation.
-// What the template shows, with the config's tool_call_parser / reasoning_parser over it.
-chat::TemplateTraits model_chat_syntax(std::string_view template_source, const config::ModelConfig& entry) {
-  chat::TemplateTraits traits = chat::template_traits(template_source);
-  if (entry.tool_call_parser != "auto") traits.tool_calls = *chat::tool_call_syntax_named(entry.tool_call_parser);
-  if (entry.reasoning_parser != "auto") traits.reasoning = *chat::reasoning_syntax_named(entry.reasoning_parser);
-  return traits;
-}
-
 engine::GenerationDefaults resolve_generation_defaults(const engine::GenerationDefaults& file,
                                                        const config::Config& config,
                                                        const config::ModelConfig& entry) {
@@ -123,6 +115,17 @@ std::unique_ptr<ZmqKvEventPublisher> kv_event_publisher(const config::Config& co
 }
 
 }  // namespace
+
+chat::TemplateTraits model_chat_syntax(std::string_view template_source, const config::ModelConfig& entry) {
+  chat::TemplateTraits traits = chat::template_traits(template_source);
+  if (entry.tool_call_parser != "auto") {
+    traits.tool_calls = *chat::tool_call_syntax_named(entry.tool_call_parser);
+  } else if (!traits.renders_tools) {
+    traits.tool_calls = chat::ToolCallSyntax::generic;
+  }
+  if (entry.reasoning_parser != "auto") traits.reasoning = *chat::reasoning_syntax_named(entry.reasoning_parser);
+  return traits;
+}
 
 std::unique_ptr<ModelService> ModelService::load(const server::LoadedModel& loaded,
                                                  const config::Config& config,
@@ -227,8 +230,11 @@ grammar::CompiledSpec ModelService::compile_tool_calls(const std::vector<grammar
     add(f.strict ? "1" : "0");
   }
   for (const std::string* part : {&options.before_name, &options.between, &options.after_arguments,
-                                  &options.separator, &options.reasoning_open, &options.reasoning_close})
+                                  &options.separator, &options.reasoning_open, &options.reasoning_close,
+                                  &options.calls_open, &options.calls_close, &options.response_open,
+                                  &options.response_close})
     add(*part);
+  add(options.response_spec ? options.response_spec->cache_key() : std::string());
   add(std::string{options.parallel ? 'p' : '-', options.starts_in_reasoning ? 'r' : '-',
                   options.leading_whitespace ? 'w' : '-'});
   try {

@@ -33,6 +33,12 @@
 
 namespace sluice::server {
 
+// What a chat template shows (chat::template_traits), with the model entry's
+// tool_call_parser / reasoning_parser over it. A template that does not render tools
+// gets the generic format unless the entry names a parser (tool_call_parser "none"
+// keeps such a model's tools refused).
+chat::TemplateTraits model_chat_syntax(std::string_view template_source, const config::ModelConfig& entry);
+
 class ModelService {
  public:
   // Loads the weights, builds the tokenizer, compiles and validates the chat template

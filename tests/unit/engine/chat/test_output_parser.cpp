@@ -29,6 +29,7 @@ OutputParserOptions qwen3() {
 }
 OutputParserOptions hermes() { return {ToolCallSyntax::hermes, ReasoningSyntax::none, false, -1}; }
 OutputParserOptions llama3() { return {ToolCallSyntax::llama3_json, ReasoningSyntax::none, false, -1}; }
+OutputParserOptions generic() { return {ToolCallSyntax::generic, ReasoningSyntax::none, false, -1}; }
 
 ParsedOutput expect(std::string content, std::string reasoning, std::vector<ParsedCall> calls) {
   ParsedOutput out;
@@ -209,6 +210,97 @@ TEST_CASE("output parser: llama3 json fixtures, whole and every split") {
   for (const Fixture& fixture : fixtures) check_fixture(fixture);
 }
 
+TEST_CASE("output parser: generic envelope fixtures, whole and every split") {
+  OutputParserOptions one_call = generic();
+  one_call.max_calls = 1;
+  OutputParserOptions raw = generic();
+  raw.raw_response = true;
+  OutputParserOptions think_generic = generic();
+  think_generic.reasoning = ReasoningSyntax::think;
+  const std::vector<Fixture> fixtures = {
+      {"a text response", "{\"response\": \"Hello, world.\"}", generic(), expect("Hello, world.", "", {})},
+      {"escapes in the response",
+       "{\"response\": \"say \\\"hi\\\"\\n\\ttab \\\\ slash\\/ caf\\u00e9 \\ud83d\\ude00 \\u20AC\"}", generic(),
+       expect("say \"hi\"\n\ttab \\ slash/ caf\xC3\xA9 \xF0\x9F\x98\x80 \xE2\x82\xAC", "", {})},
+      {"raw UTF-8 in the response", "{\"response\": \"Gr\xC3\xBC\xC3\x9F\x65 \xF0\x9F\x98\x80 \xE4\xB8\xAD\"}", generic(),
+       expect("Gr\xC3\xBC\xC3\x9F\x65 \xF0\x9F\x98\x80 \xE4\xB8\xAD", "", {})},
+      {"a lone high surrogate, then one before another escape",
+       "{\"response\": \"x\\ud83dy \\ud83d\\u0041 \\udc00\"}", generic(),
+       expect("x\xEF\xBF\xBDy \xEF\xBF\xBD" "A \xEF\xBF\xBD", "", {})},
+      {"a broken \\u escape drops the rest of the string", "{\"response\": \"ab\\uZZ\\\"cd\"}  Later.", generic(),
+       expect("abLater.", "", {})},
+      {"a response cut off inside an escape", "{\"response\": \"abc\\u00", generic(), expect("abc", "", {})},
+      {"a response cut off after a high surrogate", "{\"response\": \"abc\\ud83d\\u", generic(),
+       expect("abc\xEF\xBF\xBD", "", {})},
+      {"an empty response", "{\"response\": \"\"}", generic(), expect("", "", {})},
+      {"a response that is not a string is its JSON text", "{\"response\": {\"a\": [1, \"}\"]}}", generic(),
+       expect("{\"a\": [1, \"}\"]}", "", {})},
+      {"raw_response keeps a string as written", "{\"response\": \"x\\n\\u00e9\"}", raw,
+       expect("\"x\\n\\u00e9\"", "", {})},
+      {"raw_response, an object", "{\"response\": {\"k\": \"v}\"}}", raw, expect("{\"k\": \"v}\"}", "", {})},
+      {"one call", "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]}",
+       generic(), expect("", "", {{"get_weather", "{\"city\": \"Paris\"}"}})},
+      {"two calls",
+       "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": "
+       "{\"y\": [\"]}\\\"\", {}]}}]}",
+       generic(), expect("", "", {{"a", "{\"x\": 1}"}, {"b", "{\"y\": [\"]}\\\"\", {}]}"}})},
+      {"max_calls 1 drops the second call",
+       "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {\"y\": 2}}]}",
+       one_call, expect("", "", {{"a", "{}"}})},
+      {"whitespace anywhere between the pieces",
+       " { \"tool_calls\" :\n [ {\"name\":\"f\",\"arguments\":{}} ,\n{ \"name\" : \"g\" , \"arguments\" : [] } ] } ",
+       generic(), expect("", "", {{"f", "{}"}, {"g", "[]"}})},
+      {"a call cut off by max_tokens",
+       "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa",
+       generic(), expect("", "", {{"a", "{}"}, {"get_weather", "{\"city\": \"Pa"}})},
+      {"cut off before the first call's name", "{\"tool_calls\": [{\"na", generic(), expect("", "", {})},
+      {"cut off inside the envelope's key", "{\"resp", generic(), expect("", "", {})},
+      {"cut off before the next call's name",
+       "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g", generic(),
+       expect("", "", {{"f", "{}"}})},
+      {"only whitespace", " \n", generic(), expect(" \n", "", {})},
+      {"an empty call list is not a call", "{\"tool_calls\": []}", generic(), expect("{\"tool_calls\": []}", "", {})},
+      {"text that does not open the envelope", "Hello {\"response\": \"x\"}", generic(),
+       expect("Hello {\"response\": \"x\"}", "", {})},
+      {"other JSON", "{\"answer\": 42}", generic(), expect("{\"answer\": 42}", "", {})},
+      {"text after the envelope", "{\"response\": \"a\"}\n\nb", generic(), expect("ab", "", {})},
+      {"a broken list after a call", "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}} oops", generic(),
+       expect("oops", "", {{"f", "{}"}})},
+      {"reasoning first", "<think>\nPick one.\n</think>\n\n{\"response\": \"Done\"}", think_generic,
+       expect("Done", "Pick one.", {})},
+  };
+  for (const Fixture& fixture : fixtures) check_fixture(fixture);
+}
+
+TEST_CASE("output parser: a generic response streams each escape once it is whole") {
+  OutputParser parser(generic());
+  std::vector<OutputEvent> events;
+  parser.push("{\"resp", events);
+  CHECK(events.empty());  // may still open the envelope
+  parser.push("onse\": \"ab\\u00", events);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == OutputEvent::Kind::content);
+  CHECK(events[0].text == "ab");
+  parser.push("e9\\ud83d", events);
+  REQUIRE(events.size() == 2);
+  CHECK(events[1].text == "\xC3\xA9");  // the high surrogate waits for its pair
+  parser.push("\\ude00!\"}", events);
+  REQUIRE(events.size() == 3);
+  CHECK(events[2].text == "\xF0\x9F\x98\x80!");
+  parser.finish(events);
+  CHECK(events.size() == 3);
+  CHECK(parser.output().content == "ab\xC3\xA9\xF0\x9F\x98\x80!");
+
+  OutputParser calls(generic());
+  std::vector<OutputEvent> call_events;
+  calls.push("{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"a\": ", call_events);
+  REQUIRE(call_events.size() == 2);
+  CHECK(call_events[0].kind == OutputEvent::Kind::call_begin);
+  CHECK(call_events[0].text == "f");
+  CHECK(call_events[1].kind == OutputEvent::Kind::call_arguments);
+  CHECK(call_events[1].text == "{\"a\": ");
+}
+
 TEST_CASE("output parser: without tools and reasoning it is the identity") {
   const std::vector<std::string> texts = {
       "", "plain", "a < b <tool_call>\n{\"name\": \"f\", \"arguments\": {}}</tool_call>  ",
@@ -262,13 +354,15 @@ TEST_CASE("output parser: syntax names round trip") {
   CHECK(tool_call_syntax_named("hermes") == ToolCallSyntax::hermes);
   CHECK(tool_call_syntax_named("llama3_json") == ToolCallSyntax::llama3_json);
   CHECK(tool_call_syntax_named("none") == ToolCallSyntax::none);
+  CHECK(tool_call_syntax_named("generic") == ToolCallSyntax::generic);
   CHECK_FALSE(tool_call_syntax_named("mistral").has_value());
   CHECK(reasoning_syntax_named("qwen3") == ReasoningSyntax::think);
   CHECK(reasoning_syntax_named("deepseek_r1") == ReasoningSyntax::think);
   CHECK(reasoning_syntax_named("think") == ReasoningSyntax::think);
   CHECK(reasoning_syntax_named("none") == ReasoningSyntax::none);
   CHECK_FALSE(reasoning_syntax_named("").has_value());
-  for (const auto syntax : {ToolCallSyntax::none, ToolCallSyntax::hermes, ToolCallSyntax::llama3_json}) {
+  for (const auto syntax :
+       {ToolCallSyntax::none, ToolCallSyntax::hermes, ToolCallSyntax::llama3_json, ToolCallSyntax::generic}) {
     CHECK(tool_call_syntax_named(tool_call_syntax_name(syntax)) == syntax);
   }
   for (const auto syntax : {ReasoningSyntax::none, ReasoningSyntax::think}) {
@@ -277,15 +371,19 @@ TEST_CASE("output parser: syntax names round trip") {
 }
 
 TEST_CASE("output parser: a call written in the tool call shape parses back") {
-  for (const auto syntax : {ToolCallSyntax::hermes, ToolCallSyntax::llama3_json}) {
+  for (const auto syntax : {ToolCallSyntax::hermes, ToolCallSyntax::llama3_json, ToolCallSyntax::generic}) {
     INFO(tool_call_syntax_name(syntax));
     const ToolCallShape shape = tool_call_shape(syntax);
     const std::string call_a = shape.before_name + "a" + shape.between + "{\"x\": 1}" + shape.after_arguments;
     const std::string call_b = shape.before_name + "b" + shape.between + "[]" + shape.after_arguments;
-    const ParsedOutput parsed =
-        parse_output(call_a + shape.separator + call_b, {syntax, ReasoningSyntax::none, false, -1});
+    const ParsedOutput parsed = parse_output(shape.calls_open + call_a + shape.separator + call_b + shape.calls_close,
+                                             {syntax, ReasoningSyntax::none, false, -1});
     check_same(parsed, expect("", "", {{"a", "{\"x\": 1}"}, {"b", "[]"}}));
   }
+  const ToolCallShape envelope = tool_call_shape(ToolCallSyntax::generic);
+  check_same(parse_output(envelope.response_open + "\"hi\\n\"" + envelope.response_close, generic()),
+             expect("hi\n", "", {}));
+  CHECK(tool_call_shape(ToolCallSyntax::hermes).calls_open.empty());
   CHECK(tool_call_shape(ToolCallSyntax::hermes).trigger == "<tool_call>");
   CHECK(tool_call_shape(ToolCallSyntax::llama3_json).trigger.empty());
 }

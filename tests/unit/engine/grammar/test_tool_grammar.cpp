@@ -301,3 +301,108 @@ TEST_CASE("tool grammar: arguments hold only the listed properties unless the sc
 }
 
 }  // namespace sluice::grammar
+
+namespace sluice::grammar {
+namespace {
+
+// The generic envelope as chat::tool_call_shape(ToolCallSyntax::generic) spells it.
+ToolGrammarOptions envelope(bool parallel, bool response) {
+  ToolGrammarOptions o;
+  o.before_name = "{\"name\": \"";
+  o.between = "\", \"arguments\": ";
+  o.after_arguments = "}";
+  o.separator = ", ";
+  o.parallel = parallel;
+  o.leading_whitespace = false;
+  o.calls_open = "{\"tool_calls\": [";
+  o.calls_close = "]}";
+  if (response) {
+    o.response_open = "{\"response\": ";
+    o.response_close = "}";
+  }
+  return o;
+}
+
+std::string generic_call(std::string_view name, std::string_view arguments) {
+  return "{\"name\": \"" + std::string(name) + "\", \"arguments\": " + std::string(arguments) + "}";
+}
+
+std::string calls(const std::vector<std::string>& items) {
+  std::string out = "{\"tool_calls\": [";
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : ", ") + items[i];
+  return out + "]}";
+}
+
+const std::string kGenericWeather = generic_call("get_weather", R"({"city":"Paris","unit":"c"})");
+const std::string kGenericAdd = generic_call("add", R"({"a":1,"b":-2})");
+
+}  // namespace
+
+TEST_CASE("tool grammar: the generic envelope holds calls or a text response (tool_choice auto)") {
+  const auto g = tool_grammar(envelope(true, true));
+  CHECK(accepts(g, calls({kGenericWeather})));
+  CHECK(accepts(g, calls({kGenericWeather, kGenericAdd, kGenericWeather})));
+  CHECK(accepts(g, R"({"response": "Hello!"})"));
+  CHECK(accepts(g, R"({"response": ""})"));
+  CHECK(accepts(g, R"({"response": "say \"hi\"\n caf\u00e9 \ud83d\ude00 \\ done"})"));
+  CHECK(accepts(g, "{\"response\": \"Gr\xC3\xBC\xC3\x9F\x65 \xF0\x9F\x98\x80\"}"));  // raw UTF-8
+  CHECK_FALSE(accepts(g, "{\"response\": \"a\nb\"}"));  // a raw control character is not JSON
+  CHECK_FALSE(accepts(g, R"({"response": "unterminated})"));
+  CHECK_FALSE(accepts(g, R"({"response": 42})"));  // a string, unless response_format says otherwise
+  CHECK_FALSE(accepts(g, R"({"response": "a", "tool_calls": []})"));
+  CHECK_FALSE(accepts(g, R"({"tool_calls": []})"));  // at least one call
+  CHECK_FALSE(accepts(g, " " + calls({kGenericWeather})));  // from the first byte
+  CHECK_FALSE(accepts(g, calls({kGenericWeather}) + "\n"));
+  CHECK_FALSE(accepts(g, "Sure: " + calls({kGenericWeather})));
+  CHECK_FALSE(accepts(g, calls({generic_call("get_wether", R"({"city":"Paris","unit":"c"})")})));
+  CHECK_FALSE(accepts(g, calls({generic_call("add", R"({"a":1,"b":2,"c":3})")})));  // closed object
+  CHECK_FALSE(accepts(g, calls({generic_call("get_weather", R"({"city":"Paris","unit":"k"})")})));
+  CHECK_FALSE(accepts(g, "{\"tool_calls\": [" + kGenericWeather + "," + kGenericAdd + "]}"));  // ", " exactly
+  CHECK_FALSE(accepts(g, kGenericWeather));  // a bare call is not the envelope
+}
+
+TEST_CASE("tool grammar: the generic envelope under required, a named function and parallel false") {
+  const auto required = tool_grammar(envelope(true, false));
+  CHECK(accepts(required, calls({kGenericAdd, kGenericWeather})));
+  CHECK_FALSE(accepts(required, R"({"response": "Hello!"})"));  // a call is required
+
+  const auto one = tool_grammar(envelope(false, true));
+  CHECK(accepts(one, calls({kGenericAdd})));
+  CHECK(accepts(one, R"({"response": "x"})"));
+  CHECK_FALSE(accepts(one, calls({kGenericAdd, kGenericWeather})));
+
+  const std::vector<ToolFunctionSchema> named = {kFunctions[1]};
+  const auto add_only = tool_grammar(envelope(false, false), named);
+  CHECK(accepts(add_only, calls({kGenericAdd})));
+  CHECK_FALSE(accepts(add_only, calls({kGenericWeather})));
+  CHECK_FALSE(accepts(add_only, calls({kGenericAdd, kGenericAdd})));
+}
+
+TEST_CASE("tool grammar: a JSON response_format holds the generic envelope's response") {
+  ToolGrammarOptions options = envelope(true, true);
+  GrammarSpec schema;
+  schema.kind = GrammarSpec::Kind::json_schema;
+  schema.text = R"({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})";
+  options.response_spec = schema;
+  const auto g = tool_grammar(options);
+  CHECK(accepts(g, R"({"response": {"n":3}})"));
+  CHECK(accepts(g, calls({kGenericAdd})));  // calls stay allowed
+  CHECK_FALSE(accepts(g, R"({"response": "text"})"));
+  CHECK_FALSE(accepts(g, R"({"response": {"n":"3"}})"));
+
+  options.response_spec = GrammarSpec{};  // json_object
+  const auto object = tool_grammar(options);
+  CHECK(accepts(object, R"({"response": {"any":[1,{"x":null}]}})"));
+  CHECK_FALSE(accepts(object, R"({"response": [1]})"));
+
+  GrammarSpec regex;
+  regex.kind = GrammarSpec::Kind::regex;
+  regex.text = "a+";
+  options.response_spec = regex;
+  CHECK_THROWS_AS(tool_call_grammar(kFunctions, options), ResponseSchemaError);
+  schema.text = R"({"type":"object","properties":{"n":{"type":5}}})";
+  options.response_spec = schema;
+  CHECK_THROWS_AS(tool_call_grammar(kFunctions, options), ResponseSchemaError);
+}
+
+}  // namespace sluice::grammar
