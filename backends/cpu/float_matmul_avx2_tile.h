@@ -13,7 +13,9 @@
 // Why blocks: one weight row against one token (the generic tile's decode) is two
 // chains of dependent FMAs, 4 cycles each, and a prefill block of 1 row x 4 tokens
 // loads 10 vectors per 8 FMAs. Here decode runs 4 rows at once (8 independent
-// chains) and prefill 4 rows x 3 tokens (7 loads per 12 FMAs).
+// chains) and prefill 4 rows x 3 tokens (7 loads per 12 FMAs). The reductions run
+// eight at a time in vectors (reduce8): done one by one, with the tail loop, they
+// took as long as a 576-element row's FMAs.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -59,10 +61,10 @@ inline float weight_at(const std::byte* row, int64_t k) {
 }
 
 // Parts [first, first + Parts) of the 16 lanes of every (row, token) of the block,
-// over the whole row, into lanes[r][t].
+// over the whole row, into parts[r][t][part].
 template <DType D, int Rows, int Tokens, int Parts>
 inline void accumulate(const std::byte* const* w, const float* const* x, int64_t n, int first,
-                       float (*lanes)[Tokens][kDotLanes]) {
+                       __m256 (*parts)[Tokens][2]) {
   static_assert(Rows * Tokens * Parts + Tokens + 1 <= 16, "the block must fit the 16 ymm registers");
   __m256 acc[Rows][Tokens][Parts];
   for (auto& row : acc)
@@ -83,13 +85,34 @@ inline void accumulate(const std::byte* const* w, const float* const* x, int64_t
   for (int r = 0; r < Rows; ++r)
     for (int t = 0; t < Tokens; ++t)
       for (int q = 0; q < Parts; ++q) {
-        float* part = lanes[r][t] + (first + q) * kPartLanes;
-        _mm256_storeu_ps(part, acc[r][t][q]);
-        for (int i = 0; i < kPartLanes; ++i) {
-          const int64_t k = full + (first + q) * kPartLanes + i;
-          if (k < n) part[i] = std::fma(weight_at<D>(w[r], k), x[t][k], part[i]);
+        __m256 v = acc[r][t][q];
+        if (full < n) {  // the tail, element by element into its lanes
+          float lanes[kPartLanes];
+          _mm256_storeu_ps(lanes, v);
+          for (int i = 0; i < kPartLanes; ++i) {
+            const int64_t k = full + (first + q) * kPartLanes + i;
+            if (k < n) lanes[i] = std::fma(weight_at<D>(w[r], k), x[t][k], lanes[i]);
+          }
+          v = _mm256_loadu_ps(lanes);
         }
+        parts[r][t][first + q] = v;
       }
+}
+
+// reduce_lanes of eight results at once, each given as its lanes 0-7 already added to
+// its lanes 8-15 (reduce_lanes's first stage): its later stages (+ 4, + 2, + 1) add
+// the same pairs in vectors. Lane 4 * (j % 2) + j / 2 of the result holds result j.
+inline __m256 reduce8(const __m256 (&s8)[8]) {
+  __m256 s4[4];  // 128-bit half h of s4[i]: result 2i + h's four
+  for (int i = 0; i < 4; ++i)
+    s4[i] = _mm256_add_ps(_mm256_permute2f128_ps(s8[2 * i], s8[2 * i + 1], 0x20),
+                          _mm256_permute2f128_ps(s8[2 * i], s8[2 * i + 1], 0x31));
+  __m256 s2[2];  // half h of s2[i]: results 4i + h, 4i + 2 + h, two each
+  for (int i = 0; i < 2; ++i)
+    s2[i] = _mm256_add_ps(_mm256_shuffle_ps(s4[2 * i], s4[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm256_shuffle_ps(s4[2 * i], s4[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm256_add_ps(_mm256_shuffle_ps(s2[0], s2[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm256_shuffle_ps(s2[0], s2[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 // y[t + j][o + r] for the block's rows and tokens.
@@ -99,39 +122,56 @@ inline void block(const FloatMatmulArgs& a, int64_t o, int64_t t) {
   const float* x[Tokens];
   for (int r = 0; r < Rows; ++r) w[r] = a.w + (o + r) * a.w_stride;
   for (int j = 0; j < Tokens; ++j) x[j] = a.x + (t + j) * a.x_stride;
-  float lanes[Rows][Tokens][kDotLanes];
+  __m256 parts[Rows][Tokens][2];
   if constexpr (Rows * Tokens * 2 + Tokens + 1 <= 16) {
-    accumulate<D, Rows, Tokens, 2>(w, x, a.n, 0, lanes);
+    accumulate<D, Rows, Tokens, 2>(w, x, a.n, 0, parts);
   } else {
-    accumulate<D, Rows, Tokens, 1>(w, x, a.n, 0, lanes);
-    accumulate<D, Rows, Tokens, 1>(w, x, a.n, 1, lanes);
+    accumulate<D, Rows, Tokens, 1>(w, x, a.n, 0, parts);
+    accumulate<D, Rows, Tokens, 1>(w, x, a.n, 1, parts);
   }
-  for (int r = 0; r < Rows; ++r)
-    for (int j = 0; j < Tokens; ++j) a.y[(t + j) * a.y_stride + o + r] = reduce_lanes(lanes[r][j]);
+  constexpr int kResults = Rows * Tokens;
+  for (int g = 0; g < kResults; g += 8) {
+    __m256 s8[8];
+    for (int i = 0; i < 8; ++i) {
+      const int at = g + i;
+      s8[i] = at < kResults ? _mm256_add_ps(parts[at / Tokens][at % Tokens][0], parts[at / Tokens][at % Tokens][1])
+                            : _mm256_setzero_ps();
+    }
+    float sums[8];
+    _mm256_storeu_ps(sums, reduce8(s8));
+    for (int i = 0; i < 8 && g + i < kResults; ++i)
+      a.y[(t + (g + i) % Tokens) * a.y_stride + o + (g + i) / Tokens] = sums[4 * (i % 2) + i / 2];
+  }
 }
 
 constexpr int kRows = 4;          // weight rows per block
 constexpr int kPrefillTokens = 3;  // tokens per block where there are that many
 
-template <DType D, int Rows>
-inline void rows_times_tile_tokens(const FloatMatmulArgs& a, int64_t o, int64_t t_begin, int64_t t_end) {
-  int64_t t = t_begin;
-  for (; t + kPrefillTokens <= t_end; t += kPrefillTokens) block<D, Rows, kPrefillTokens>(a, o, t);
-  for (; t < t_end; ++t) block<D, Rows, 1>(a, o, t);
-}
-
-template <DType D>
-void tile(const FloatMatmulArgs& a, int64_t t_begin, int64_t t_end, int64_t o_begin, int64_t o_end) {
-  // Decode reads each weight once per step from L3 or DRAM: ask for the block
-  // after next while this one is computed (prefetch.h).
-  const bool decode = t_end - t_begin < kPrefillTokens;
+// Tokens [t, t + Tokens) against the tile's rows.
+template <DType D, int Tokens>
+inline void tokens_times_tile_rows(const FloatMatmulArgs& a, int64_t t, int64_t o_begin, int64_t o_end, bool decode) {
   const int64_t block_bytes = kRows * a.n * (D == DType::F32 ? 4 : 2);
   int64_t o = o_begin;
   for (; o + kRows <= o_end; o += kRows) {
     if (decode && o + 3 * kRows <= o_end) prefetch_bytes(a.w + (o + 2 * kRows) * a.w_stride, block_bytes);
-    rows_times_tile_tokens<D, kRows>(a, o, t_begin, t_end);
+    block<D, kRows, Tokens>(a, o, t);
   }
-  for (; o < o_end; ++o) rows_times_tile_tokens<D, 1>(a, o, t_begin, t_end);
+  for (; o < o_end; ++o) block<D, 1, Tokens>(a, o, t);
+}
+
+// Tokens outside, rows inside: a tile's rows (24, matmul.cpp) take at most 72 KiB of
+// F16/BF16 and stay in L2 while the tokens' activations (up to 256 rows, more than
+// Zen 3's 512 KiB L2) each come in once; the other way round, every block of rows
+// streamed all 256 activation rows again from L3 (prefill 2x slower on the EPYC VM).
+template <DType D>
+void tile(const FloatMatmulArgs& a, int64_t t_begin, int64_t t_end, int64_t o_begin, int64_t o_end) {
+  // Decode reads each weight once per step from L3 or DRAM: ask for the block of
+  // rows after next while this one is computed (prefetch.h).
+  const bool decode = t_end - t_begin < kPrefillTokens;
+  int64_t t = t_begin;
+  for (; t + kPrefillTokens <= t_end; t += kPrefillTokens)
+    tokens_times_tile_rows<D, kPrefillTokens>(a, t, o_begin, o_end, decode);
+  for (; t < t_end; ++t) tokens_times_tile_rows<D, 1>(a, t, o_begin, o_end, decode);
 }
 
 inline void float_tile(const FloatMatmulArgs& a, int64_t t_begin, int64_t t_end, int64_t o_begin, int64_t o_end) {

@@ -174,7 +174,6 @@ ToolGrammarResult tool_call_grammar(const std::vector<ToolFunctionSchema>& funct
       throw GrammarError("function " + std::to_string(i) + ": the name '" + f.name +
                          "' is not of the letters, digits, '_', '.', ':' and '-'");
     JsonSchemaOptions schema_options;
-    schema_options.closed_objects = true;
     schema_options.strict = f.strict;
     schema_options.limits = limits;
     JsonSchemaResult arguments;
