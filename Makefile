@@ -40,9 +40,10 @@ build: deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_CUDA=$(CUDA) $(CMAKE_ARGS)
 	cmake --build $(BUILD_DIR)
 
-$(VENV)/.installed: tests/e2e/requirements.txt
+$(VENV)/.installed: tests/e2e/requirements.txt tests/e2e/requirements-no-deps.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r tests/e2e/requirements-no-deps.txt
 	touch $@
 
 venv: deps $(VENV)/.installed
