@@ -4,9 +4,6 @@
 // tool parsers is a per-chunk bug that whole responses never show).
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -388,14 +385,7 @@ TEST_CASE("output parser: a call written in the tool call shape parses back") {
   CHECK(tool_call_shape(ToolCallSyntax::llama3_json).trigger.empty());
 }
 
-std::string read_template(const char* name) {
-  const auto path = std::filesystem::path(SLUICE_FIXTURES_DIR) / "chat" / "templates" / name;
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_template(const char* name) { return test::read_fixture(std::string("chat/templates/") + name); }
 
 TEST_CASE("output parser: template traits of the committed templates") {
   const TemplateTraits qwen = template_traits(read_template("qwen3.jinja"));

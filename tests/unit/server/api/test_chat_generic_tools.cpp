@@ -4,10 +4,6 @@
 // rendered through SmolLM2's and Gemma 3's own templates.
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "engine/chat/chat_template.h"
@@ -24,14 +20,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 using chat::ToolCallSyntax;
 
-std::string read_template(const char* name) {
-  const auto path = std::filesystem::path(SLUICE_FIXTURES_DIR) / "chat" / "templates" / name;
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_template(const char* name) { return test::read_fixture(std::string("chat/templates/") + name); }
 
 const Json kWeather = {{"type", "function"},
                        {"function",
