@@ -64,11 +64,13 @@ class FieldPolicy {
   template <class J>
   Error check_keys(const J& object, const std::string& param, std::initializer_list<std::string_view> known,
                    std::initializer_list<std::string_view> ignored_by_name = {}) const {
-    for (const auto& [key, value] : object.items()) {
+    for (const auto& item : object.items()) {
+      // (items(), not a structured binding: clang 14, the fuzz build's, cannot capture one.)
+      const std::string& key = item.key();
       const auto is = [&key](std::string_view k) { return key == k; };
       if (std::any_of(known.begin(), known.end(), is)) continue;
       if (std::any_of(ignored_by_name.begin(), ignored_by_name.end(), is)) {
-        ignore(param + "." + key, value);
+        ignore(param + "." + key, item.value());
       } else if (auto e = unknown(param + "." + key)) {
         return e;
       }
