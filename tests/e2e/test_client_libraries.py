@@ -112,6 +112,7 @@ def test_langchain_openai_responses_api(served):
     assert answer.text
     assert answer.response_metadata.get("id", "").startswith("resp")
     chunks = list(llm.stream("Say hello."))
+    assert len(chunks) > 2
     assert "".join(c.text for c in chunks) == answer.text
 
 
