@@ -38,7 +38,7 @@ COPY scripts/fetch-model.sh scripts/fetch-model.sh
 RUN [ -n "${PIP_INDEX_URL:-}" ] || unset PIP_INDEX_URL; \
     bash scripts/fetch-model.sh /models
 
-# Only what the daemon's build reads: editing the README, the tests or deploy/ does
+# Only what the daemon's build reads: editing the README, docs/, the tests or deploy/ does
 # not invalidate this layer (.dockerignore keeps the rest out of the context, too).
 COPY CMakeLists.txt ./
 COPY backends backends

@@ -108,7 +108,7 @@ tts-fixtures:
 # a registry is reachable, `make image BASE_IMAGE=docker.io/library/debian:12-slim`
 # (BUILD_IMAGE/RUNTIME_IMAGE split the Dockerfile's two stages). --format docker keeps
 # the HEALTHCHECK (podman's default OCI format drops it); --pull=never builds from
-# local images only. A cold build takes 7.5-10.5 minutes (README, "The container image").
+# local images only. A cold build takes 7.5-10.5 minutes (docs/deployment.md, "The container image").
 # `make test-image` builds, then runs the image and both compose stacks on 127.0.0.1
 # (scripts/test-image.sh says what it checks).
 IMAGE             ?= localhost/sluice:latest

@@ -47,7 +47,7 @@ Error read_stop_token_ids(const Json& v, std::vector<int32_t>& out) {
 
 Error read_priority(const Json& v, GenerationOptions& options, const ParseOptions& parse) {
   if (!parse.allow_priority) {
-    // Accepted and ignored: any integer, whatever its range (the README's promise).
+    // Accepted and ignored: any integer, whatever its range (docs/configuration.md, `allow_priority`).
     const bool integral = v.is_number_integer() || (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>());
     if (!v.is_null() && !integral) return fields::type_error("priority", "an integer", v);
     if (!v.is_null()) options.ignored_fields.push_back("priority");

@@ -9,7 +9,7 @@
 #      the router, Prometheus scraping the router and both replicas.
 # The compose files run under docker-compose through podman's Docker-compatible API
 # (a socket of this run's own). Every wait polls for its condition with a generous
-# limit. Prints one line per check and the timings the README quotes.
+# limit. Prints one line per check and the timings docs/deployment.md quotes.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

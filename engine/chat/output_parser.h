@@ -5,7 +5,7 @@
 // finish(); so the events of any split of an output into pieces concatenate to the
 // same message.
 //
-// Rules (the README's "Tool calling and reasoning" states them for users):
+// Rules (docs/tools-and-reasoning.md states them for users):
 // - Reasoning (ReasoningSyntax::think): text inside <think>...</think> at the start of
 //   the output (leading whitespace allowed), or from the start when the prompt opened
 //   it, up to "</think>" (or the end of the output). Whitespace right after <think>,

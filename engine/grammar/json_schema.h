@@ -4,7 +4,7 @@
 // with any_whitespace, with JSON whitespace allowed between tokens (vLLM's option).
 //
 // What the grammar enforces, what is only checked after generation and what is
-// refused is the table in the README ("Structured outputs"). A keyword the grammar
+// refused is the table in docs/structured-outputs.md ("JSON Schema coverage"). A keyword the grammar
 // cannot enforce is refused with a GrammarError naming its schema path when
 // `strict`, and otherwise accepted and listed in JsonSchemaResult::unenforced.
 // The interface takes JSON text so that callers need no JSON library.

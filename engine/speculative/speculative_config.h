@@ -22,7 +22,7 @@ struct SpeculativeConfig {
   Model* draft_model = nullptr;
   // No sequence drafts in a step whose decoding sequences exceed this: with many
   // rows a step is no longer bound by reading the weights once, so the extra rows
-  // of drafts cost about what they save (measured: README, Speculative decoding).
+  // of drafts cost about what they save (measured: docs/speculative-decoding.md).
   int32_t disable_by_batch_size = 4;
 
   bool enabled() const { return method != SpeculativeMethod::none && num_speculative_tokens > 0; }

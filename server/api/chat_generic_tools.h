@@ -14,7 +14,8 @@
 //   results of one turn (and a user message right after them) in one user message,
 //   so that templates that insist on alternating roles accept them.
 // The output side is the grammar (tool_grammar.h, the envelope) and the output
-// parser (output_parser.h). The README's "Tools on templates without them" is the contract.
+// parser (output_parser.h). docs/tools-and-reasoning.md, "Tools on templates without them",
+// is the contract.
 #include <string>
 #include <vector>
 

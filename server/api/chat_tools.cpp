@@ -30,7 +30,7 @@ std::variant<ChatToolPlan, proto::ApiError> plan_chat_tools(const proto::ChatReq
     if (!syntax.renders_tools && !generic) {
       return proto::invalid_request("The chat template of model '" + model_name +
                                         "' does not render tools, so the model would never see them; serve it with "
-                                        "a tool-capable chat_template (see the README, \"Tool calling\").",
+                                        "a tool-capable chat_template (see docs/tools-and-reasoning.md).",
                                     tools_param);
     }
     if (syntax.tool_calls == chat::ToolCallSyntax::none) {

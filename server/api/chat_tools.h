@@ -3,7 +3,7 @@
 // generation: whether the template gets the tools, how the output is read (the
 // ChatFormat's parser), and whether a tool-call grammar constrains it (tool_choice
 // required or a named function: from the first token; auto: lazily, from the start
-// of a call on). The README's "Tool calling and reasoning" section is the contract.
+// of a call on). docs/tools-and-reasoning.md is the contract.
 #include <optional>
 #include <string>
 #include <string_view>

@@ -152,7 +152,7 @@ def test_unknown_fields_are_ignored_unless_strict(tiny, start_daemon):
 
 def test_priority_is_ignored_unless_allowed_then_bounded(tiny, start_daemon):
     assert post_json(tiny, "/v1/completions", greedy("x", priority=-2_000_000_000))["choices"]
-    # Off, any integer is accepted and ignored, as the README says: no range to check.
+    # Off, any integer is accepted and ignored, as docs/configuration.md says: no range to check.
     assert post_json(tiny, "/v1/completions", greedy("x", priority=10**12))["choices"]
     assert post_json(tiny, "/v1/completions", greedy("x", priority=-1e300))["choices"]
     status, _, raw = post(tiny, "/v1/completions", greedy("x", priority="high"))

@@ -4,7 +4,7 @@ unchanged, `cache_aware` keeps a shared prefix on one replica, a killed replica 
 dropped after the router's health check with no failure after it, and
 `power_of_two` reads each replica's `GET /get_load`.
 
-What the router reads from a replica is written down in README.md ("Scaling out").
+What the router reads from a replica is written down in docs/scaling-out.md.
 Each router here polls every second so that nothing waits long; every wait is on
 an event (a log line, an answer) with a generous limit.
 """

@@ -9,8 +9,8 @@
 // says so); the suite follows JSON Schema, whose objects are open. A valid instance
 // that the default grammar refuses is counted apart ("refused by the closed
 // default") and must be accepted by the open grammar (closed_objects false), the one
-// difference between the two. Counts per keyword (file name) are printed for the
-// README. Token by token with real tokenizers:
+// difference between the two. Counts per keyword (file name) are printed for
+// docs/structured-outputs.md. Token by token with real tokenizers:
 // test_json_schema_suite_tokens.cpp.
 #include <doctest/doctest.h>
 

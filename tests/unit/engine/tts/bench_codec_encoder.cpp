@@ -1,7 +1,7 @@
 // Speed of cloning a voice on the CPU (2 threads) and on CUDA: a 10 s reference at
 // the real shapes (random weights): the speaker encoder (the 0.6B's 1024-wide
 // x-vector) and the codec encoder per stage, and in the same run the codec decoder's
-// ms per frame in 4-frame pieces (the README's figure), so a run on a busy machine
+// ms per frame in 4-frame pieces (docs/speech.md's figure), so a run on a busy machine
 // can be scaled to an idle one. A benchmark, not a test: skipped unless asked for,
 //   ./build/tests/sluice_unit_tests -tc='codec encoder bench*' --no-skip
 #include <doctest/doctest.h>

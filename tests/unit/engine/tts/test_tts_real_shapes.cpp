@@ -3,8 +3,8 @@
 // generator steps. It holds ~3 GB and takes tens of seconds, so it is skipped in
 // the default run; run it with
 //   sluice_unit_tests -tc='*real 0.6B shapes*' --no-skip
-// It prints ms per frame for the talker and the code predictor (the benchmark the
-// README quotes; `sluice bench --tts` is the user-facing one).
+// It prints ms per frame for the talker and the code predictor (the benchmark
+// docs/speech.md quotes; `sluice bench --tts` is the user-facing one).
 #include <doctest/doctest.h>
 
 #include <chrono>
