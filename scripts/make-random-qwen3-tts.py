@@ -4,15 +4,16 @@ layout, for load, memory and speed tests of the C++ engine without downloading a
 
     .venv-qwen-tts/bin/python scripts/make-random-qwen3-tts.py --size 0.6b --kind custom_voice --out DIR
 
-Made with the official classes (qwen-tts 0.1.1): Qwen3TTSForConditionalGeneration with
-the real config.json values (reference §2.1: 28 talker layers, 5 code-predictor layers,
-codec vocab 3072, text vocab 151936, the real codec/speaker/language ids and special text
-ids 151643..151673, assistant 77091), saved in BF16 by save_pretrained; the codec
-(Qwen3TTSTokenizerV2Model, real decoder and encoder configs, §2.2) in F32 with random
-non-trivial decoder weights; a byte-level BPE tokenizer (vocab.json, merges.txt,
-tokenizer_config.json) that the official processor loads, whose special tokens sit at the
-real ids. The talker keeps the classes' own random init (normal, std 0.02).
-The output is not committed; it sounds like noise.
+Made with the official classes (qwen-tts 0.1.1): Qwen3TTSForConditionalGeneration with the
+real config.json values (as published in Qwen/Qwen3-TTS-12Hz-*: 28 talker layers, 5
+code-predictor layers, codec vocab 3072, text vocab 151936, the real codec/speaker/
+language ids and special text ids 151643..151673, assistant 77091), saved in BF16 by
+save_pretrained; the codec (Qwen3TTSTokenizerV2Model, the decoder and encoder configs of
+the published speech_tokenizer/config.json) in F32 with random non-trivial decoder
+weights; a byte-level BPE tokenizer (vocab.json, merges.txt, tokenizer_config.json) that
+the official processor loads, whose special tokens sit at the real ids. The talker keeps
+the classes' own random init (normal, std 0.02). The output is not committed; it sounds
+like noise.
 """
 
 import argparse

@@ -7,7 +7,8 @@
 #
 # Pinned: qwen-tts 0.1.1 pins transformers 4.57.3; torch/torchaudio 2.8.0 are what the
 # goldens were made with. The package imports its 25 Hz tokenizer at start-up, so
-# torchaudio, sox and onnxruntime are needed even for the 12 Hz models (reference §8.10).
+# torchaudio, sox and onnxruntime are needed even for the 12 Hz models (see
+# qwen_tts/core/__init__.py, which imports tokenizer_25hz).
 # PyPI's Linux x86_64 torch is the CUDA build (~4 GB with its nvidia-* wheels); it runs
 # on the CPU, which is all the fixtures use.
 set -euo pipefail

@@ -1,9 +1,10 @@
 // The signal ops' half of sluice_bench_ops: the codec decoder's convolutions
-// (reference §1.8.1) at their real shapes, for one 80 ms frame and for 50 frames,
-// printing GFLOP/s (2 multiply-adds counted per weight tap and output element),
-// the convolutions with F32 weights and, beside them, with int16 ones and with F32
-// panels (backends/conv_int16.h, conv_panels.h: the codec's CPU form) where the
-// backend has them.
+// (Qwen3TTSTokenizerV2Decoder in qwen_tts/core/tokenizer_12hz/
+// modeling_qwen3_tts_tokenizer_v2.py) at their real shapes, for one 80 ms frame and
+// for 50 frames, printing GFLOP/s (2 multiply-adds counted per weight tap and output
+// element), the convolutions with F32 weights and, beside them, with int16 ones and
+// with F32 panels (backends/conv_int16.h, conv_panels.h: the codec's CPU form) where
+// the backend has them.
 #include <functional>
 #include <memory>
 #include <span>

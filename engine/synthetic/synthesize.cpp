@@ -25,10 +25,11 @@ SynthesisStats run(TtsGenerator& generator, CodecDecoder& codec, const TtsStarte
   std::vector<int32_t> pending;  // codes of frames not yet decoded
   std::vector<float> pcm;
   // ICL: the official package decodes the reference codes and the generated ones
-  // together and drops the reference's samples (reference §1.5). The stream decodes
-  // exactly as one pass, so decoding the reference first and dropping its output is
-  // the same audio. (The official cut, int(ref / total * samples), lands one sample
-  // short of the frame boundary for some totals; that stray sample is not made here.)
+  // together and drops the reference's samples (Qwen3TTSModel.generate_voice_clone in
+  // qwen_tts/inference/qwen3_tts_model.py). The stream decodes exactly as one pass, so
+  // decoding the reference first and dropping its output is the same audio. (The
+  // official cut, int(ref / total * samples), lands one sample short of the frame
+  // boundary for some totals; that stray sample is not made here.)
   if (!ref_codes.empty()) {
     const Clock::time_point decode_start = Clock::now();
     stream.decode(ref_codes, pcm);

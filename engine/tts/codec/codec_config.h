@@ -44,8 +44,9 @@ struct CodecConfig {
 // that is not the product of the strides, an activation other than silu).
 CodecConfig read_codec_config(const std::filesystem::path& config_json);
 
-// The published Qwen3-TTS-Tokenizer-12Hz values (reference §2.2), for benchmarks
-// and random-weight tests without the files.
+// The published Qwen3-TTS-Tokenizer-12Hz values (speech_tokenizer/config.json of
+// Qwen/Qwen3-TTS-12Hz-0.6B-Base), for benchmarks and random-weight tests without
+// the files.
 CodecConfig codec_config_preset();
 
 }  // namespace sluice::engine::tts

@@ -7,8 +7,8 @@
 // last input rows, the transformer's KV ring and its position from one call to the
 // next, and decoding an utterance in pieces of any size gives the same samples, bit
 // for bit on the CPU, as decoding it at once (decode_all). This equals the official
-// decoder's single pass over the whole utterance (its 300-frame chunked decode
-// differs from that beyond 300 frames, reference §8.8).
+// decoder's single pass over the whole utterance (its 300-frame chunked decode,
+// Qwen3TTSTokenizerV2Decoder.chunked_decode, differs from that beyond 300 frames).
 //
 // The pre_transformer runs the shared decoder block (engine/models/
 // transformer_block.h) over the paged KV cache: each stream owns a small cache whose

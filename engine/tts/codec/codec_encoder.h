@@ -1,7 +1,8 @@
 #pragma once
 // The Qwen3-TTS 12 Hz codec encoder: mono PCM at sample_rate -> codes, num_codes
 // per frame of samples_per_frame samples (the reference codes of voice cloning's
-// ICL prompt, reference §1.8.2). The official model is a transformers MimiModel
+// ICL prompt). The official model (Qwen3TTSTokenizerV2Encoder, qwen_tts/core/
+// tokenizer_12hz/modeling_qwen3_tts_tokenizer_v2.py) is a transformers MimiModel
 // encoder; this runs the same computation on the Backend ops:
 //   SEANet   causal convs with ELU, a residual unit and a strided conv per stage
 //            (24 kHz -> 25 Hz), run over the audio in chunks of chunk_samples with

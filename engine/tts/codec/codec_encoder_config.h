@@ -4,7 +4,8 @@
 // the top-level rates, checked once so the encoder can trust it. Plain data; any
 // thread.
 //
-// The encoder (reference §1.8.2): a SEANet stack of causal convolutions that
+// The encoder (transformers' MimiModel, models/mimi/modeling_mimi.py, as
+// Qwen3TTSTokenizerV2Encoder uses it): a SEANet stack of causal convolutions that
 // downsamples by prod(strides) (960: 25 Hz), a transformer over those frames, a
 // causal conv that downsamples by downsample_stride (2: 12.5 Hz), and a split
 // residual vector quantizer of which the first num_codes codebooks are kept.
@@ -61,7 +62,8 @@ struct CodecEncoderConfig {
 // do not multiply to encode_downsample_rate).
 CodecEncoderConfig read_codec_encoder_config(const std::filesystem::path& config_json);
 
-// The published Qwen3-TTS-Tokenizer-12Hz encoder (reference §2.2), for benchmarks
+// The published Qwen3-TTS-Tokenizer-12Hz encoder (encoder_config in
+// speech_tokenizer/config.json of Qwen/Qwen3-TTS-12Hz-0.6B-Base), for benchmarks
 // and random-weight tests without the files.
 CodecEncoderConfig codec_encoder_config_preset();
 

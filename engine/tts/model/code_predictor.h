@@ -1,8 +1,9 @@
 #pragma once
-// The code predictor ("sub-talker", reference §1.6): for every sequence that
-// sampled a codebook-0 token this step, codebooks 1..G-1 of the frame, all
-// sequences batched in one forward per sub-step. Each frame starts a fresh short
-// KV (one block per batch row, positions from 0): a 2-row prefill
+// The code predictor ("sub-talker", the official
+// Qwen3TTSTalkerCodePredictorModelForConditionalGeneration): for every sequence that
+// sampled a codebook-0 token this step, codebooks 1..G-1 of the frame, all sequences
+// batched in one forward per sub-step. Each frame starts a fresh short KV (one block
+// per batch row, positions from 0): a 2-row prefill
 // [proj(h_last), proj(C(c0))] then G-2 single rows proj(cp.codec_embedding[j-1](c_j)),
 // lm_head[j] on each last row. proj is small_to_mtp_projection when the talker is
 // wider than the predictor, else the identity. Owns its workspace and KV; the

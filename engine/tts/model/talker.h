@@ -1,10 +1,11 @@
 #pragma once
-// The talker's forward pass for one step of many speech sequences: builds each
-// input row from the dual track (reference §1.4: text projection P(text id) plus
-// codec embedding rows, where a feedback row's codec part is the sum of the
-// previous frame's 16 code embeddings), runs the shared decoder layers over the
-// paged KV cache, and returns codebook-0 logits for each sequence's last row,
-// keeping that row's final-norm hidden state on the device for the code predictor.
+// The talker's forward pass for one step of many speech sequences: builds each input
+// row from the dual track (as qwen_tts/core/models/modeling_qwen3_tts.py does: text
+// projection P(text id) plus codec embedding rows, where a feedback row's codec part
+// is the sum of the previous frame's 16 code embeddings), runs the shared decoder
+// layers over the paged KV cache, and returns codebook-0 logits for each sequence's
+// last row, keeping that row's final-norm hidden state on the device for the code
+// predictor.
 // Owns its workspace; the engine thread of its model calls it.
 #include <cstdint>
 #include <span>

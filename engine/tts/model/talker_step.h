@@ -2,12 +2,13 @@
 // The talker's input for one step of many speech sequences, and the one builder of
 // it that the generator (`sluice speak`, benchmarks) and the speech engine share.
 //
-// A sequence's rows: row p < its prompt rows is prompt row p; row p >= prompt rows
-// is the feedback of frame k = p - prompt rows: P(trailing_text[k], or tts_pad past
-// its end) + C(codebook 0 of frame k) + the code predictor's embeddings of its
-// codebooks 1..G-1 (reference §1.4). An ICL prompt's reference-frame rows are
-// summed the same way, from the prompt's reference codes. So a sequence that is preempted recomputes its
-// rows from the frames it keeps, and one that runs on feeds back its last frame.
+// A sequence's rows: row p < its prompt rows is prompt row p; row p >= prompt rows is
+// the feedback of frame k = p - prompt rows: P(trailing_text[k], or tts_pad past its
+// end) + C(codebook 0 of frame k) + the code predictor's embeddings of its codebooks
+// 1..G-1 (Qwen3TTSTalkerForConditionalGeneration.forward). An ICL prompt's
+// reference-frame rows are summed the same way, from the prompt's reference codes. So
+// a sequence that is preempted recomputes its rows from the frames it keeps, and one
+// that runs on feeds back its last frame.
 #include <cstdint>
 #include <span>
 #include <vector>

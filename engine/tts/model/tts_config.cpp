@@ -52,7 +52,8 @@ ModelHparams read_decoder(const ConfigReader& r) {
   h.rope.neox = true;
   if (const json* scaling = r.object("rope_scaling")) {
     // The talker's 3-axis M-RoPE: every axis gets the same positions in TTS, so
-    // the sections interleave identical angles and it is plain RoPE (§1.3).
+    // the sections interleave identical angles and it is plain RoPE (see
+    // get_rope_index in qwen_tts/core/models/modeling_qwen3_tts.py).
     const std::string type = scaling->value("rope_type", scaling->value("type", "default"));
     if (type != "default") r.fail("rope_scaling", "rope_type '" + type + "' is not supported");
   }

@@ -3,7 +3,9 @@
 // read once at load and checked, so the talker, the code predictor and the prompt
 // builder can trust it. Plain data; any thread may read it.
 //
-// Reference: /work/shared/reference/qwen3-tts.md §1.3-1.7, §2.1, §2.3, §3. The
+// Sources: the official qwen-tts package (qwen_tts/core/models/
+// configuration_qwen3_tts.py, modeling_qwen3_tts.py) and the config.json /
+// generation_config.json published with Qwen/Qwen3-TTS-12Hz-0.6B-Base. The
 // talker's 3-axis M-RoPE collapses to 1-D NeoX RoPE over the whole head (all three
 // position rows are equal for TTS), so both decoders are plain qwen3 hparams.
 #include <cstdint>
@@ -53,10 +55,11 @@ struct StageSampling {
   float repetition_penalty = 1.0f;  // talker only: over the generated codebook-0 ids
 };
 
-// The Base checkpoints' speaker encoder (speaker_encoder_config; reference §1.7,
-// §2.1): an ECAPA-TDNN over 128-bin log-mels of 24 kHz audio. Entry i of the three
-// lists describes layer i: 0 the first TDNN, 1..n-2 the SE-Res2Net blocks, n-1 the
-// multi-layer aggregation over the blocks' concatenated outputs.
+// The Base checkpoints' speaker encoder (speaker_encoder_config in config.json; the
+// official Qwen3TTSSpeakerEncoder): an ECAPA-TDNN over 128-bin log-mels of 24 kHz
+// audio. Entry i of the three lists describes layer i: 0 the first TDNN, 1..n-2 the
+// SE-Res2Net blocks, n-1 the multi-layer aggregation over the blocks' concatenated
+// outputs.
 struct SpeakerEncoderConfig {
   int64_t mel_dim = 128;
   int64_t enc_dim = 1024;  // the x-vector's width: the talker's hidden size

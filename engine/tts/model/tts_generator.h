@@ -5,16 +5,17 @@
 //   step()          -> for every running sequence, this step's frame of G codes
 //                      (G = num_code_groups, 16) and/or its finish
 //
-// One step = one talker forward over every running sequence (whole prompts for
-// new ones, one feedback row for the rest) -> codebook 0 per sequence (logit
-// processing of reference §1.5 / §8.2: ids vocab-1024..vocab suppressed except
-// EOS, EOS masked for the first 2 frames, repetition penalty over the generated
-// codebook-0 ids, then temperature / top-k / top-p; temperature 0 is greedy and
-// the penalty still applies) -> one batched code predictor pass for all sequences
-// that did not stop -> the frames. A sequence ends with "stop" when it samples the
-// codec EOS (that step has no frame) or "length" after max_frames frames (the
-// frame of that step is its last). The official `max_new_tokens = N` gives at most
-// N - 1 frames (§8.1): max_frames = N - 1 reproduces it.
+// One step = one talker forward over every running sequence (whole prompts for new
+// ones, one feedback row for the rest) -> codebook 0 per sequence (logit processing
+// as Qwen3TTSForConditionalGeneration.generate sets it up: ids vocab-1024..vocab
+// suppressed except EOS, EOS masked for the first 2 frames, repetition penalty over
+// the generated codebook-0 ids, then temperature / top-k / top-p; temperature 0 is
+// greedy and the penalty still applies) -> one batched code predictor pass for all
+// sequences that did not stop -> the frames. A sequence ends with "stop" when it
+// samples the codec EOS (that step has no frame) or "length" after max_frames frames
+// (the frame of that step is its last). The official `max_new_tokens = N` gives at
+// most N - 1 frames (tests/fixtures/qwen3_tts/README.md, talker_golden): max_frames =
+// N - 1 reproduces it.
 //
 // Each sequence samples from its own seeded stream and the kernels are batch
 // invariant, so a sequence's codes never depend on what else runs with it.

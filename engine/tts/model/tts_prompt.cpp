@@ -32,9 +32,9 @@ struct Speaker {
   bool embedding = false;
 };
 
-// The codec prefix after the role (reference §1.4 step 3): think / nothink, the
-// language, the speaker part, pad, under tts_pad ... tts_bos. Its final codec bos
-// comes with the first text (or ICL) row.
+// The codec prefix after the role (as Qwen3TTSForConditionalGeneration.generate
+// builds it): think / nothink, the language, the speaker part, pad, under tts_pad ...
+// tts_bos. Its final codec bos comes with the first text (or ICL) row.
 void append_prefix(const TtsConfig& c, int32_t language_id, Speaker speaker, TtsPrompt& prompt) {
   std::vector<PromptRow> prefix;
   if (language_id < 0) {
@@ -51,7 +51,7 @@ void append_prefix(const TtsConfig& c, int32_t language_id, Speaker speaker, Tts
   }
 }
 
-// The text after the prefix (reference §1.4 step 4a / 4b).
+// The text after the prefix (generate with non_streaming_mode True / False).
 void append_text(const TtsConfig& c, const std::vector<int32_t>& text, bool non_streaming, TtsPrompt& prompt) {
   if (non_streaming) {
     for (int32_t id : text) prompt.rows.push_back({id, c.codec.pad});
@@ -64,11 +64,11 @@ void append_text(const TtsConfig& c, const std::vector<int32_t>& text, bool non_
   }
 }
 
-// ICL (reference §1.4 4c, the official generate_icl_prompt): the text track is the
-// reference transcript, the text and tts_eos; the codec track codec bos, then each
-// reference frame. Streaming text zips the two (text past the codec rows trails,
-// codec rows past the text get tts_pad); non-streaming puts the text first (with
-// codec pad) and the codec rows after it (with tts_pad).
+// ICL (the official Qwen3TTSForConditionalGeneration.generate_icl_prompt): the text
+// track is the reference transcript, the text and tts_eos; the codec track codec bos,
+// then each reference frame. Streaming text zips the two (text past the codec rows
+// trails, codec rows past the text get tts_pad); non-streaming puts the text first
+// (with codec pad) and the codec rows after it (with tts_pad).
 void append_icl(const TtsConfig& c, const std::vector<int32_t>& ref_text, const std::vector<int32_t>& text,
                 int32_t num_frames, bool non_streaming, TtsPrompt& prompt) {
   std::vector<int32_t> all = ref_text;
@@ -148,7 +148,8 @@ std::variant<TtsPrompt, PromptError> build_prompt(const TtsConfig& c, const toke
   if (auto error = check_reference(c, req)) return *error;
 
   // Language: "auto" or a listed non-dialect language; dialect speakers replace
-  // chinese and auto by their dialect (reference §8.4).
+  // chinese and auto by their dialect (spk_is_dialect in the official generate;
+  // tests/fixtures/qwen3_tts/README.md).
   const std::string language = lower(req.language.empty() ? "auto" : req.language);
   int32_t language_id = -1;
   if (language != "auto") {

@@ -1,11 +1,13 @@
 #pragma once
-// The talker's prefill rows for one request, exactly as the official package
-// builds them (reference §1.4, §8.3-8.5): an optional instruct block, the role
-// rows, the codec prefix (think / language / speaker / pad) under tts_pad..tts_bos,
-// then the text. Each row is the sum of an optional text-track id (through the
-// text projection) and an optional codec-track part: a codec id's embedding; for a
-// Base checkpoint's speaker row the reference voice's x-vector as it is; for its ICL
-// rows the sum of a reference frame's code embeddings.
+// The talker's prefill rows for one request, exactly as the official package builds
+// them (Qwen3TTSForConditionalGeneration.generate in qwen_tts/core/models/
+// modeling_qwen3_tts.py, with the defaults of the Qwen3TTSModel wrapper in
+// qwen_tts/inference/qwen3_tts_model.py): an optional instruct block, the role rows,
+// the codec prefix (think / language / speaker / pad) under tts_pad..tts_bos, then
+// the text. Each row is the sum of an optional text-track id (through the text
+// projection) and an optional codec-track part: a codec id's embedding; for a Base
+// checkpoint's speaker row the reference voice's x-vector as it is; for its ICL rows
+// the sum of a reference frame's code embeddings.
 // Pure functions; any thread.
 #include <cstdint>
 #include <optional>
@@ -37,11 +39,11 @@ struct PromptRequest {
   // (true for CustomVoice and VoiceDesign, false for Base voice cloning).
   std::optional<bool> non_streaming{};
   // Base: the reference voice's x-vector (SpeakerEncoder::embed, talker width), the
-  // prompt's speaker row (reference §1.7).
+  // prompt's speaker row (as the official generate inserts it, unprojected).
   std::vector<float> speaker_embedding{};
   // Base ICL mode, with the x-vector: the reference's codes [frames, G] (the codec
-  // encoder's) and its transcript lead the text (reference §1.4 4c). Empty: x-vector
-  // mode.
+  // encoder's) and its transcript lead the text (generate_icl_prompt). Empty:
+  // x-vector mode.
   std::vector<int32_t> ref_codes{};
   std::string ref_text{};
 };
@@ -50,7 +52,8 @@ struct TtsPrompt {
   std::vector<PromptRow> rows;
   std::vector<float> speaker_embedding;  // [d] what the `speaker` row adds; empty when none
   // [frames, G] the ICL reference's codes, which ref_frame rows sum; the codec decoder
-  // decodes them before the generated frames and drops their samples (§1.5).
+  // decodes them before the generated frames and drops their samples (as
+  // Qwen3TTSModel.generate_voice_clone does).
   std::vector<int32_t> ref_codes;
   // Text ids added to generation step k's input while k < size (streaming text
   // mode); tts_pad afterwards.

@@ -2,7 +2,8 @@
 // The sampling rules every speech sequence follows, shared by TtsGenerator (one
 // utterance, `sluice speak` / bench) and SpeechEngine (the server): a request's
 // overrides over the checkpoint's defaults, their validation, and the codebook-0
-// logit processing of reference §1.5 / §8.2. Pure functions; any thread.
+// logit processing of the official Qwen3TTSForConditionalGeneration.generate
+// (qwen_tts/core/models/modeling_qwen3_tts.py). Pure functions; any thread.
 #include <cstdint>
 #include <optional>
 #include <span>

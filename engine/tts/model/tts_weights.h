@@ -1,6 +1,7 @@
 #pragma once
 // The Qwen3-TTS talker's and code predictor's weights as backend tensors, bound
-// from a checkpoint's tensors under their published names (reference §2.4). Every
+// from a checkpoint's tensors under their published names (those of the official
+// classes, as in Qwen/Qwen3-TTS-12Hz-0.6B-Base's model.safetensors). Every
 // tensor the config implies is required with its shape, so a checkpoint that does
 // not fit fails at load naming the file and the tensor. Immutable after load; used
 // by the engine thread of its model.

@@ -55,9 +55,10 @@ class SpeechCodecWorker {
 
   // ref_codes [frames, num_quantizers]: an ICL prompt's reference codes. The official
   // package decodes them ahead of the generated frames and drops their samples
-  // (reference §1.5); the stream decodes exactly as one pass, so decoding them first
-  // and dropping that audio gives the same samples. Empty: nothing to prime. A
-  // reference seen lately starts from its kept primed stream (primed_codec_cache.h).
+  // (Qwen3TTSModel.generate_voice_clone); the stream decodes exactly as one pass, so
+  // decoding them first and dropping that audio gives the same samples. Empty:
+  // nothing to prime. A reference seen lately starts from its kept primed stream
+  // (primed_codec_cache.h).
   void begin(const std::string& id, std::shared_ptr<RequestStream> stream, Clock::time_point arrival,
              int32_t first_chunk_frames, int32_t chunk_frames, std::vector<int32_t> ref_codes = {});
   void add_frame(const std::string& id, std::span<const int32_t> codes);

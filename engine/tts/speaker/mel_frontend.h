@@ -1,10 +1,10 @@
 #pragma once
 // The speaker encoder's log-mel front-end on a backend, as the official
-// mel_spectrogram computes it (reference §1.7): the 24 kHz signal reflect-padded
-// by (n_fft - hop) / 2 on both sides on the host, then on the device one conv1d
-// with the DFT basis over its hop-wide rows (one STFT frame per output row: frame t
-// covers samples [t*hop, t*hop + n_fft) of the padded signal), |X| =
-// sqrt(re^2 + im^2 + 1e-9), the Slaney mel filterbank (a matmul) and
+// mel_spectrogram (qwen_tts/core/models/modeling_qwen3_tts.py) computes it: the
+// 24 kHz signal reflect-padded by (n_fft - hop) / 2 on both sides on the host, then on
+// the device one conv1d with the DFT basis over its hop-wide rows (one STFT frame per
+// output row: frame t covers samples [t*hop, t*hop + n_fft) of the padded signal),
+// |X| = sqrt(re^2 + im^2 + 1e-9), the Slaney mel filterbank (a matmul) and
 // log(clamp(x, 1e-5)). Owns the tables on its backend; the thread that computes
 // speaker embeddings uses it.
 #include <cstdint>

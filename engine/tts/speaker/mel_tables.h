@@ -1,9 +1,10 @@
 #pragma once
 // The constant tables of the speaker encoder's mel front-end, computed on the host
-// exactly as the official package gets them (reference §1.7): torch.hann_window
-// (periodic), a real DFT basis in the layout Backend::conv1d reads, and librosa's
-// Slaney mel filterbank (librosa.filters.mel with htk=False, norm="slaney",
-// float32). Pure functions; any thread.
+// exactly as the official package gets them (mel_spectrogram in
+// qwen_tts/core/models/modeling_qwen3_tts.py): torch.hann_window (periodic), a real
+// DFT basis in the layout Backend::conv1d reads, and librosa's Slaney mel filterbank
+// (librosa.filters.mel with htk=False, norm="slaney", float32). Pure functions; any
+// thread.
 #include <cstdint>
 #include <vector>
 

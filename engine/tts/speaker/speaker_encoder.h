@@ -1,7 +1,8 @@
 #pragma once
 // The Base checkpoints' speaker encoder: reference audio (24 kHz) -> log-mels
 // (mel_frontend.h) -> ECAPA-TDNN -> the x-vector [enc_dim] that the talker's prompt
-// takes as its speaker row (reference §1.7). Everything runs on Backend ops, in the
+// takes as its speaker row (the official Qwen3TTSSpeakerEncoder in
+// qwen_tts/core/models/modeling_qwen3_tts.py). Everything runs on Backend ops, in the
 // [time, channels] layout of the signal ops:
 //   - every Conv1d pads "same" with reflection: the padded input is a row gather
 //     (embed) of the signal with reflected indices, then a causal conv1d;

@@ -27,7 +27,8 @@ namespace {
 
 using backends::DType;
 
-// speech_tokenizer/config.json with the published encoder values (reference §2.2), after `edit`.
+// speech_tokenizer/config.json with the published encoder values (those of
+// Qwen/Qwen3-TTS-12Hz-0.6B-Base), after `edit`.
 struct EncoderConfigFile {
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
                               ("sluice-codec-encoder-config-" + std::to_string(std::random_device{}()));

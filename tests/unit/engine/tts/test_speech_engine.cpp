@@ -159,8 +159,9 @@ TEST_CASE("speech requests batched in one engine each get the audio they get alo
 
 TEST_CASE("an ICL voice clone's audio is the reference and its frames decoded at once, the reference cut off") {
   // The official package decodes the reference codes ahead of the generated ones and
-  // drops their samples (reference §1.5); the codec worker primes the request's
-  // stream with them, so streamed chunks still add up to exactly that audio.
+  // drops their samples (Qwen3TTSModel.generate_voice_clone); the codec worker primes
+  // the request's stream with them, so streamed chunks still add up to exactly that
+  // audio.
   World w(kFixtures / "base_small");
   const TtsConfig& config = w.model->config();
   TtsRequest r = testing::make_request("A cloned voice speaks.", "", 0.8f, 3, 10);
