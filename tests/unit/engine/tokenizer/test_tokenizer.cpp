@@ -202,20 +202,37 @@ TEST_CASE("a byte token that is not <0xHH> decodes as its text") {
   CHECK(tokenizer.token_to_piece(1) == "<0x<s>");
 }
 
-TEST_CASE("encode speed (printed, not asserted)") {
+TEST_CASE("a megabyte of mixed text encodes in one pass to the ids of its parts and decodes back (speed printed)") {
   const fs::path smol = kModels / "SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!sluice::testing::has_model_file(smol, "encode speed")) return;
+  if (!sluice::testing::has_model_file(smol, "encode a megabyte")) return;
   const Tokenizer tok = Tokenizer::from_gguf(loader::GgufFile::open(smol));
+  // English, digits, punctuation, code, CJK and an emoji; the piece ends in a newline,
+  // so the pre-tokenizer splits the long text where one piece ends and the next begins.
+  const std::string piece =
+      "The quick brown fox jumps over the lazy dog in 2024; it's 3.14159 times faster! "
+      "def f(x):\n    return x * 2  # 日本語 😀\n";
+  const std::vector<int32_t> piece_ids = tok.encode(piece, false, true);
+  REQUIRE(!piece_ids.empty());
+  CHECK(tok.decode(piece_ids, false) == piece);
   std::string text;
-  while (text.size() < 1'000'000) {
-    text += "The quick brown fox jumps over the lazy dog in 2024; it's 3.14159 times faster! "
-            "def f(x):\n    return x * 2  # 日本語 😀\n";
-  }
+  size_t num_pieces = 0;
+  for (; text.size() < 1'000'000; ++num_pieces) text += piece;
   const auto start = std::chrono::steady_clock::now();
   const auto ids = tok.encode(text, false, true);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MESSAGE("SmolLM2 encode: ", ids.size(), " tokens from ", text.size(), " bytes in ", seconds,
           " s = ", static_cast<double>(ids.size()) / seconds, " tokens/s");
+  // The long text is the piece's ids over and over: nothing merged across a piece's
+  // end, nothing lost or added deep into a long input.
+  REQUIRE(ids.size() == num_pieces * piece_ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != piece_ids[i % piece_ids.size()]) {
+      FAIL_CHECK("token ", i, " is ", ids[i], ", the piece's token ", i % piece_ids.size(), " is ",
+                 piece_ids[i % piece_ids.size()]);
+      break;
+    }
+  }
+  CHECK(tok.decode(ids, false) == text);
 }
 
 }  // namespace
