@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "backends/cpu/quant_blocks.h"
+#include "backends/dtype.h"
 #include "engine/loader/load_error.h"
 #include "engine/loader/weight_table.h"
 
@@ -58,8 +58,10 @@ uint16_t f16_bits(float value) {
 // How one matrix dtype is filled. Floats: every element's sign and mantissa are
 // random and its exponent fixed, so |x| lies in [2^e, 2^(e+1)), e = floor(log2(1 /
 // sqrt(in))): a matmul output stays near unit size, and no element is inf or NaN.
-// Blocks: every byte random, then each block's F16 scale fields (byte offsets in
-// quant_blocks.h) overwritten with a small scale that keeps |x| near 1 / sqrt(in).
+// Blocks: every byte random, then each block's F16 scale fields overwritten with a
+// small scale that keeps |x| near 1 / sqrt(in). The fields sit where GGML's block
+// layouts put them (the GGUF bytes, as backends/cpu/quant_blocks.h spells them out):
+// d first in Q8_0, Q4_0 and Q4_K, Q4_K's dmin right after it, Q6_K's d last.
 struct Fill {
   uint64_t mask = ~uint64_t{0};  // random bits kept per 64-bit word
   uint64_t bits = 0;             // fixed bits or-ed in (the exponents)
@@ -87,7 +89,7 @@ Fill fill_for(DType dtype, int64_t in) {
       f.scales[f.num_scales++] = f16_bits(scale);
     }
   };
-  using namespace backends::cpu;
+  const size_t block_bytes = backends::dtype_traits(dtype).block_bytes;
   switch (dtype) {
     case DType::F32:
       f.mask = repeat(0x807FFFFFull, 32);
@@ -105,12 +107,10 @@ Fill fill_for(DType dtype, int64_t in) {
     // scale for the k-quants): Q8_0 |q| ~ 64, Q4_0 |q - 8| ~ 4, Q4_K sc ~ 32 and
     // q ~ 8 (dmin * mn ~ the mean of d * sc * q, so values centre near 0), Q6_K
     // |sc| ~ 64 and |q - 32| ~ 16.
-    case DType::Q8_0: block(sizeof(BlockQ8_0), {{offsetof(BlockQ8_0, d), amplitude / 64}}); break;
-    case DType::Q4_0: block(sizeof(BlockQ4_0), {{offsetof(BlockQ4_0, d), amplitude / 4}}); break;
-    case DType::Q4_K:
-      block(sizeof(BlockQ4_K), {{offsetof(BlockQ4_K, d), amplitude / 256}, {offsetof(BlockQ4_K, dmin), amplitude / 32}});
-      break;
-    case DType::Q6_K: block(sizeof(BlockQ6_K), {{offsetof(BlockQ6_K, d), amplitude / 1024}}); break;
+    case DType::Q8_0: block(block_bytes, {{0, amplitude / 64}}); break;
+    case DType::Q4_0: block(block_bytes, {{0, amplitude / 4}}); break;
+    case DType::Q4_K: block(block_bytes, {{0, amplitude / 256}, {2, amplitude / 32}}); break;
+    case DType::Q6_K: block(block_bytes, {{block_bytes - 2, amplitude / 1024}}); break;
     default: throw std::invalid_argument("random weights: unsupported dtype");
   }
   return f;

@@ -6,14 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "server/services/model_status.h"
 
 namespace sluice::server {
-
-struct ModelHealth {
-  std::string id;
-  engine::EngineHealth health;
-};
 
 struct HealthAnswer {
   unsigned status = 200;

@@ -13,18 +13,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/engine_stats.h"
-#include "engine/model_info.h"
+#include "server/services/model_status.h"
 
 namespace sluice::server {
-
-// One served model as routers see it.
-struct ReplicaModel {
-  engine::ModelInfo info;
-  engine::EngineStats stats;
-  int64_t max_num_seqs = 0;
-  int64_t max_num_batched_tokens = 0;
-};
 
 struct ReplicaLoad {
   int64_t num_running = 0;

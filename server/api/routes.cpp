@@ -4,6 +4,7 @@
 
 #include "proto/errors.h"
 #include "proto/models.h"
+#include "server/api/health.h"
 
 namespace sluice::server {
 

@@ -11,8 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/api/health.h"
-#include "server/api/replica_info.h"
+#include "server/services/model_status.h"
 #include "server/services/register_model.h"
 
 namespace sluice::server {

@@ -14,18 +14,19 @@
 // thread may call. stop() is for the shutdown path only.
 #include <prometheus/registry.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include "backends/backend.h"
 #include "config/config.h"
+#include "engine/engine_shell.h"
 #include "engine/loader/tensor_set.h"
 #include "server/services/register_model.h"
 #include "engine/tts/codec/codec_decoder.h"
 #include "engine/tts/serving/speech_engine.h"
 #include "engine/tts/model/tts_model.h"
 #include "server/metrics/engine_metrics.h"
-#include "server/api/health.h"
 #include "server/metrics/speech_metrics.h"
 #include "server/services/prep_pool.h"
 #include "server/services/speech_voices.h"

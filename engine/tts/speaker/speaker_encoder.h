@@ -21,8 +21,8 @@
 
 #include "backends/backend.h"
 #include "engine/loader/tensor_set.h"
-#include "engine/tts/model/tts_config.h"
 #include "engine/tts/speaker/mel_frontend.h"
+#include "engine/tts/speaker/speaker_encoder_config.h"
 #include "engine/tts/speaker/speaker_weights.h"
 
 namespace sluice::engine::tts {

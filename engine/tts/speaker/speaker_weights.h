@@ -10,7 +10,7 @@
 
 #include "backends/backend.h"
 #include "engine/loader/tensor_set.h"
-#include "engine/tts/model/tts_config.h"
+#include "engine/tts/speaker/speaker_encoder_config.h"
 
 namespace sluice::engine::tts {
 
