@@ -7,15 +7,16 @@
 #include <utility>
 
 #include "backends/errors.h"
-#include "engine/engine_internal.h"
+#include "engine/output_processor.h"
+#include "engine/request_validation.h"
+#include "engine/speculative/speculation.h"
+#include "engine/step_sampler.h"
 
 namespace sluice::engine {
 
 namespace {
 
 constexpr const char* kDeathPrefix = "the engine thread stopped: ";
-
-SubmitResult rejected(std::string message, std::string param) { return submit_rejected(std::move(message), std::move(param)); }
 
 }  // namespace
 
@@ -105,27 +106,18 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
   if (config_.kv_events != nullptr) scheduler_->record_kv_events(&kv_event_log_);
   // One sampler (scratch sized to the vocabulary) per host thread that samples rows;
   // in the device's draw order where the device samples (sampler.h: DrawOrder).
-  const int num_samplers = std::max(1, model_.backend().host_threads());
-  const DrawOrder draw_order = runner_->samples_on_device() ? DrawOrder::by_id : DrawOrder::descending;
-  for (int i = 0; i < num_samplers; ++i)
-    samplers_.push_back(std::make_unique<Sampler>(static_cast<int32_t>(hp.vocab_size), draw_order));
-  masks_.resize(samplers_.size());
-  histories_.resize(samplers_.size());
-  const SpeculativeConfig& spec = config_.speculative;
-  if (spec.enabled()) {
-    if (spec.prompt_lookup_min < 1 || spec.prompt_lookup_max < spec.prompt_lookup_min)
-      throw std::invalid_argument("speculative: need 1 <= prompt_lookup_min <= prompt_lookup_max");
-    speculation_stats_.num_accepted_tokens_per_pos.assign(static_cast<size_t>(spec.num_speculative_tokens), 0);
-    if (spec.method == SpeculativeMethod::draft_model) {
-      start_draft_model(spec);
-    } else {
-      drafter_ = make_drafter(spec);
-      spdlog::info("engine {}: speculative decoding: ngram, {} tokens per step (lookup {}..{}), off above {} "
-                   "decoding sequences",
-                   config_.model_name, spec.num_speculative_tokens, spec.prompt_lookup_min, spec.prompt_lookup_max,
-                   spec.disable_by_batch_size);
-    }
-  }
+  sampler_ = std::make_unique<StepSampler>(
+      model_.backend(), static_cast<int32_t>(hp.vocab_size), model_.backend().host_threads(),
+      runner_->samples_on_device() ? DrawOrder::by_id : DrawOrder::descending);
+  output_ = std::make_unique<OutputProcessor>(tokenizer_, *scheduler_, observer_, config_.model_name,
+                                              [this](const std::string& id) { shell_.release(id); });
+  if (config_.speculative.enabled())
+    speculation_ = std::make_unique<Speculation>(
+        config_.speculative, model_,
+        SpeculationLimits{.max_model_len = max_model_len_, .max_num_seqs = config_.max_num_seqs,
+                          .num_kv_blocks = num_blocks_, .block_size = config_.block_size,
+                          .max_num_batched_tokens = config_.max_num_batched_tokens, .kv_dtype = config_.kv_dtype},
+        config_.model_name);
 
   spdlog::info("engine {}: KV cache {} blocks x {} tokens = {} tokens, {:.1f} MiB ({} bytes/block, {}), "
                "max_model_len {}, max_num_seqs {}, max_num_batched_tokens {}",
@@ -134,38 +126,6 @@ Engine::Engine(Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig
                per_block, config_.kv_dtype == backends::DType::F32 ? "f32" : "f16", max_model_len_,
                config_.max_num_seqs, config_.max_num_batched_tokens);
   publish_stats(nullptr);
-}
-
-// The draft model's cache holds what the drafting sequences need: at most
-// disable_by_batch_size of them (no more draft in one step), each up to the context
-// and its drafts, and never more tokens than the target's pool plus their drafts.
-void Engine::start_draft_model(const SpeculativeConfig& spec) {
-  if (spec.draft_model == nullptr) throw std::invalid_argument("speculative: draft_model needs its model");
-  if (&spec.draft_model->backend() != &model_.backend())
-    throw std::invalid_argument("speculative: the draft model must run on the target's backend");
-  const int64_t rows = std::min<int64_t>(spec.disable_by_batch_size, config_.max_num_seqs);
-  const int64_t block = config_.block_size;
-  const int64_t per_sequence = (max_model_len_ + spec.num_speculative_tokens + block - 1) / block;
-  const int64_t draft_slack = rows * ((spec.num_speculative_tokens + block - 1) / block + 1);
-  const DraftModelSetup setup{.target_vocab_size = model_.hparams().vocab_size,
-                              .num_blocks = std::min(rows * per_sequence, num_blocks_ + draft_slack),
-                              .block_size = block,
-                              .kv_dtype = config_.kv_dtype,
-                              .max_chunk_tokens = std::min<int64_t>(config_.max_num_batched_tokens, 512),
-                              .max_rows = rows};
-  try {
-    drafter_ = make_drafter(spec, setup);
-  } catch (const backends::OutOfMemoryError& e) {
-    throw std::runtime_error(fmt::format("engine {}: the draft model's KV cache of {} blocks does not fit on {} ({})",
-                                         config_.model_name, setup.num_blocks, model_.backend().name(), e.what()));
-  }
-  const uint64_t draft_kv =
-      KvCache::bytes_per_block(spec.draft_model->hparams(), block, config_.kv_dtype) * static_cast<uint64_t>(setup.num_blocks);
-  spdlog::info("engine {}: speculative decoding: draft model ({} layers, vocabulary {}), {} tokens per step, off "
-               "above {} decoding sequences; its KV cache {} blocks, {:.1f} MiB",
-               config_.model_name, spec.draft_model->hparams().num_layers, spec.draft_model->hparams().vocab_size,
-               spec.num_speculative_tokens, spec.disable_by_batch_size, setup.num_blocks,
-               static_cast<double>(draft_kv) / (1 << 20));
 }
 
 Engine::~Engine() { stop(); }
@@ -192,100 +152,7 @@ void Engine::stop() {
   if (shell_.stop()) return;
   // Never started: whatever was submitted still gets its "abort", on this thread.
   drain_inbox();
-  if (!active_.empty()) shutdown();
-}
-
-std::optional<SubmitResult> Engine::validate(const GenerationRequest& request) const {
-  const SamplingParams& p = request.params;
-  const auto num_prompt = static_cast<int64_t>(request.prompt_tokens.size());
-  const std::string& prompt_param = request.prompt_param;
-  if (request.request_id.empty()) return rejected("the request needs an id", "request_id");
-  if (num_prompt == 0) return rejected("the prompt is empty", prompt_param);
-  const int64_t vocab = model_.hparams().vocab_size;
-  const auto outside = [&](int32_t id) { return id < 0 || id >= vocab; };
-  for (int32_t id : request.prompt_tokens)
-    if (outside(id))
-      return rejected("token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(vocab) + ")",
-                      prompt_param);
-  if (request.embed) return validate_embedding(request);
-  if (p.n < 1 || p.n > config_.max_n)
-    return rejected("n must be between 1 and " + std::to_string(config_.max_n), "n");
-  if (request.stop.size() > kMaxStopStrings)
-    return rejected("at most " + std::to_string(kMaxStopStrings) + " stop sequences are allowed", "stop");
-  if (p.logit_bias) {
-    if (p.logit_bias->size() > kMaxLogitBias)
-      return rejected("logit_bias may hold at most " + std::to_string(kMaxLogitBias) + " entries", "logit_bias");
-    for (const auto& [id, bias] : *p.logit_bias)
-      if (outside(id))
-        return rejected("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary (0 to " +
-                            std::to_string(vocab - 1) + ")",
-                        "logit_bias");
-  }
-  if (request.stop_token_ids.size() > kMaxStopTokenIds)
-    return rejected("at most " + std::to_string(kMaxStopTokenIds) + " stop_token_ids are allowed", "stop_token_ids");
-  for (int32_t id : request.stop_token_ids)
-    if (outside(id))
-      return rejected("stop_token_ids names token id " + std::to_string(id) + ", outside the vocabulary (0 to " +
-                          std::to_string(vocab - 1) + ")",
-                      "stop_token_ids");
-  if (p.logprobs && (*p.logprobs < 0 || *p.logprobs > config_.max_logprobs))
-    return rejected("logprobs must be between 0 and " + std::to_string(config_.max_logprobs), "logprobs");
-  if (p.prompt_logprobs && (*p.prompt_logprobs < 0 || *p.prompt_logprobs > config_.max_logprobs))
-    return rejected("prompt_logprobs must be between 0 and " + std::to_string(config_.max_logprobs), "logprobs");
-  if (p.max_tokens && *p.max_tokens < 1) return rejected("max_tokens must be at least 1", "max_tokens");
-  if (p.min_tokens < 0 || (p.max_tokens && p.min_tokens > *p.max_tokens))
-    return rejected("min_tokens must be between 0 and max_tokens", "min_tokens");
-  const std::string what = prompt_param == "messages" ? "messages" : "prompt";
-  if (num_prompt >= max_model_len_) {
-    SubmitResult r = rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
-                                  " tokens. However, your " + what + " has " + std::to_string(num_prompt) +
-                                  " tokens. Please reduce the length of the " + what + ".",
-                              prompt_param);
-    r.code = "context_length_exceeded";
-    return r;
-  }
-  if (p.max_tokens && num_prompt + *p.max_tokens > max_model_len_) {
-    SubmitResult r = rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
-                                  " tokens. However, you requested " + std::to_string(num_prompt + *p.max_tokens) +
-                                  " tokens (" + std::to_string(num_prompt) + " in the " + what + ", " +
-                                  std::to_string(*p.max_tokens) + " in the completion). Please reduce the length of "
-                                  "the " + what + " or completion.",
-                              "max_tokens");
-    r.code = "context_length_exceeded";
-    return r;
-  }
-  const int64_t num_output = p.max_tokens ? *p.max_tokens : max_model_len_ - num_prompt;
-  const int64_t num_kv_tokens = num_prompt + num_output - 1;  // the last token never enters the cache
-  const int64_t num_blocks = (num_kv_tokens + config_.block_size - 1) / config_.block_size;
-  if (num_blocks > num_blocks_)
-    return rejected("the request needs " + std::to_string(num_kv_tokens) + " tokens of KV cache but the cache holds " +
-                        std::to_string(static_cast<int64_t>(num_blocks_) * config_.block_size) +
-                        "; lower max_tokens",
-                    "max_tokens");
-  return std::nullopt;
-}
-
-// An embedding is prefill only: the input may fill the whole context, and nothing of
-// sampling applies.
-std::optional<SubmitResult> Engine::validate_embedding(const GenerationRequest& request) const {
-  const auto num_prompt = static_cast<int64_t>(request.prompt_tokens.size());
-  if (request.params.n != 1) return rejected("an embedding request has one choice", "n");
-  if (request.grammar || request.params.prompt_logprobs)
-    return rejected("an embedding request samples nothing", request.prompt_param);
-  if (num_prompt > max_model_len_) {
-    SubmitResult r = rejected("This model's maximum context length is " + std::to_string(max_model_len_) +
-                                  " tokens. However, your input has " + std::to_string(num_prompt) +
-                                  " tokens. Please reduce the length of the input.",
-                              request.prompt_param);
-    r.code = "context_length_exceeded";
-    return r;
-  }
-  const int64_t num_blocks = (num_prompt + config_.block_size - 1) / config_.block_size;
-  if (num_blocks > num_blocks_)
-    return rejected("the input needs " + std::to_string(num_prompt) + " tokens of KV cache but the cache holds " +
-                        std::to_string(static_cast<int64_t>(num_blocks_) * config_.block_size),
-                    request.prompt_param);
-  return std::nullopt;
+  if (!output_->empty()) shutdown();
 }
 
 SubmitResult Engine::submit(GenerationRequest request) {
@@ -301,8 +168,14 @@ SubmitResult Engine::submit_all(std::vector<GenerationRequest> requests,
                                 std::vector<std::shared_ptr<RequestStream>>& streams) {
   streams.clear();
   int32_t num_choices = 0;
+  const RequestLimits limits{.vocab_size = model_.hparams().vocab_size,
+                             .max_model_len = max_model_len_,
+                             .num_kv_blocks = num_blocks_,
+                             .block_size = config_.block_size,
+                             .max_n = config_.max_n,
+                             .max_logprobs = config_.max_logprobs};
   for (const GenerationRequest& request : requests) {
-    if (auto error = validate(request)) {
+    if (auto error = validate_request(request, limits)) {
       shell_.count_rejected();
       return *error;
     }
@@ -311,7 +184,7 @@ SubmitResult Engine::submit_all(std::vector<GenerationRequest> requests,
   if (config_.max_waiting_per_request > 0 && num_choices > config_.max_waiting_per_request) {
     shell_.count_rejected();
     const bool several = requests.size() > 1;
-    return rejected("This request would queue " + std::to_string(num_choices) + " sequences (" +
+    return submit_rejected("This request would queue " + std::to_string(num_choices) + " sequences (" +
                         std::to_string(requests.size()) + " prompt(s) x " + std::to_string(requests.front().params.n) +
                         " choice(s)) but one request may queue at most " +
                         std::to_string(config_.max_waiting_per_request) +
@@ -338,8 +211,8 @@ EngineStats Engine::stats() const { return shell_.stats(); }
 
 void Engine::publish_stats(const StepMetrics* step) {
   EngineStats stats =
-      engine_stats(scheduler_->stats(), static_cast<int32_t>(active_.size()), num_blocks_, config_.block_size, kv_bytes_);
-  stats.speculation = speculation_stats_;
+      engine_stats(scheduler_->stats(), output_->num_active(), num_blocks_, config_.block_size, kv_bytes_);
+  if (speculation_) stats.speculation = speculation_->stats();
   shell_.publish(std::move(stats));
   if (step != nullptr && observer_ != nullptr) observer_->on_step(*step);
 }
@@ -354,45 +227,37 @@ void Engine::publish_kv_events() {
 
 void Engine::loop_steps() {
   while (drain_inbox()) {
-    check_cancellations();
+    output_->check_cancellations();
     if (!scheduler_->has_unfinished()) {
-      reap_done();
+      output_->reap_done();
       publish_stats(nullptr);
       publish_kv_events();
       shell_.wait_for_work();
       continue;
     }
     shell_.begin_step();
-    if (drafter_) propose_drafts();
+    if (speculation_) speculation_->propose(scheduler_->running());
     if (prefill_pacer_) scheduler_->set_max_prefill_tokens_while_decoding(prefill_pacer_->cap());
     ScheduledStep step = scheduler_->schedule(Clock::now());
     shell_.set_num_waiting(scheduler_->num_waiting());
-    for (const SequencePtr& seq : step.finished) {  // aborted or timed out
-      ActiveRequest* request = find(seq);
-      if (request == nullptr) continue;
-      std::string why;
-      if (seq->finish_reason() == FinishReason::timeout)
-        why = seq->timed_out_in_queue() ? "the queue timeout passed before admission" : "the request deadline passed";
-      finish_choice(*request, *request->choices[static_cast<size_t>(seq->choice_index())], seq->finish_reason(),
-                    std::move(why));
-    }
+    for (const SequencePtr& seq : step.finished) output_->finish_scheduled(*seq);  // aborted or timed out
     if (step.empty()) {
       shell_.end_step();
       // Nothing runnable (e.g. only finished sequences were reaped): wait briefly
       // for news instead of spinning.
-      flush_deltas();
-      reap_done();
+      output_->flush_deltas();
+      output_->reap_done();
       publish_stats(nullptr);
       publish_kv_events();
       if (scheduler_->has_unfinished()) shell_.wait_for_work(std::chrono::milliseconds(1));
       continue;
     }
+    int32_t num_constrained = 0;
     try {
       std::optional<ComputeTurns::Turn> turn;
       if (config_.compute_turns != nullptr) turn.emplace(*config_.compute_turns);
-      step_constrained_rows_ = 0;
       const Clock::time_point started = Clock::now();
-      run_step(step);
+      num_constrained = run_step(step);
       if (prefill_pacer_) {
         int64_t decode_rows = 0;
         int64_t prompt_tokens = 0;
@@ -406,18 +271,45 @@ void Engine::loop_steps() {
     } catch (...) {
       fail_step(step, "an exception of unknown type");
     }
-    flush_deltas();
-    reap_done();
+    output_->flush_deltas();
+    output_->reap_done();
     StepMetrics metrics{.num_batched_tokens = step.num_batched_tokens,
                         .num_running = scheduler_->num_running(),
                         .num_waiting = scheduler_->num_waiting(),
                         .kv_cache_usage = scheduler_->block_pool().usage(),
                         .num_preempted = static_cast<int32_t>(step.preempted.size()),
-                        .num_constrained = step_constrained_rows_};
+                        .num_constrained = num_constrained};
     publish_stats(&metrics);
     publish_kv_events();
     shell_.end_step();
   }
+}
+
+// A step: the model runs and samples, the scheduler appends each row's first token
+// (and finishes on length), then the output side takes every row's tokens. Returns
+// the rows sampled under a grammar mask.
+int32_t Engine::run_step(ScheduledStep& step) {
+  const StepSamples& samples = sampler_->run(step, *runner_);
+  if (!runner_->prompt_rows().empty()) output_->score_prompts(step, *runner_, samples.logits, *sampler_);
+  if (!runner_->hidden_rows().empty()) output_->pool_embeddings(step, *runner_, model_.hparams().embedding_length);
+  // update() takes each row's first token; the accepted drafts' tokens follow in emit().
+  std::vector<int32_t> sampled;
+  sampled.reserve(samples.first.size());
+  for (size_t first : samples.first) sampled.push_back(samples.results[first].token);
+  const std::vector<SequencePtr> finished = scheduler_->update(step, sampled);  // appends; finishes on length
+  for (const SequencePtr& seq : finished)
+    if (seq->is_embedding()) output_->finish_embedding(*seq);
+  const Clock::time_point now = Clock::now();
+  size_t row = 0;
+  for (const ScheduledSequence& scheduled : step.seqs) {
+    if (!scheduled.samples) continue;
+    const std::span<const SampleResult> tokens = samples.tokens(row);
+    if (speculation_) speculation_->learn(*scheduled.seq, scheduled.draft_tokens.size(), tokens.size());
+    output_->emit(*scheduled.seq, tokens, samples.error(row), now);
+    if (!scheduled.draft_tokens.empty()) scheduler_->release_rejected_drafts(*scheduled.seq);
+    ++row;
+  }
+  return samples.num_constrained;
 }
 
 // The step's sequences may have written part of their KV and the scheduler has not
@@ -428,11 +320,7 @@ void Engine::loop_steps() {
 void Engine::fail_step(const ScheduledStep& step, const std::string& what) {
   spdlog::error("engine {}: a step of {} sequences ({} tokens) failed: {}; ending their requests with error",
                 config_.model_name, step.seqs.size(), step.num_batched_tokens, what);
-  for (const ScheduledSequence& scheduled : step.seqs) {
-    ActiveRequest* request = find(scheduled.seq);
-    if (request != nullptr && !request->done)
-      abort_request(*request, FinishReason::error, "the model step failed: " + what);
-  }
+  output_->fail_step(step, what);
 }
 
 // Something outside a step threw: the scheduling state can no longer be trusted, so
@@ -441,22 +329,7 @@ void Engine::fail_step(const ScheduledStep& step, const std::string& what) {
 void Engine::die(const std::string& reason, std::vector<InboxItem> queued) {
   spdlog::critical("engine {}: {}", config_.model_name, reason);
   const std::string error = "the engine stopped: " + reason.substr(std::string_view(kDeathPrefix).size());
-  for (auto& [id, request] : active_) {
-    if (request->done) continue;
-    // One request's finish failing (an observer that throws) must not leave the
-    // others waiting for theirs.
-    try {
-      for (auto& choice : request->choices) {
-        choice->has_pending = false;
-        choice->pending = {};
-        finish_choice(*request, *choice, FinishReason::error, error);
-      }
-    } catch (...) {
-      spdlog::error("engine {}: finishing request {} failed", config_.model_name, id);
-    }
-  }
-  dirty_.clear();
-  active_.clear();
+  output_->fail_all(error);
   for (InboxItem& item : queued) {
     for (int32_t i = 0; i < item.stream->num_choices(); ++i) {
       ChoiceFinish finish;
@@ -483,18 +356,44 @@ bool Engine::drain_inbox() {
   auto drained = shell_.drain();
   for (auto& task : drained.tasks) task();
   for (InboxItem& item : drained.items) admit(std::move(item));
-  for (const std::string& id : drained.aborts) {
-    auto it = active_.find(id);
-    if (it != active_.end() && !it->second->done) abort_request(*it->second, FinishReason::abort, "aborted");
-  }
+  for (const std::string& id : drained.aborts) output_->abort(id);
   return drained.go_on;
 }
 
+void Engine::admit(InboxItem item) {
+  GenerationRequest& r = item.request;
+  if (r.params.min_tokens > 0) {
+    // What min_tokens masks: every id that would stop the choice on its own.
+    std::vector<int32_t>& banned = r.params.min_tokens_banned;
+    if (!r.params.ignore_eos) banned.assign(tokenizer_.eos_ids().begin(), tokenizer_.eos_ids().end());
+    banned.insert(banned.end(), r.stop_token_ids.begin(), r.stop_token_ids.end());
+  }
+  auto params = std::make_shared<const SamplingParams>(r.params);
+  std::vector<SequencePtr> seqs = make_choices(r.request_id, r.prompt_tokens, params, item.arrival, r.priority);
+  std::optional<Clock::time_point> deadline = r.deadline;
+  if (!deadline && config_.default_deadline) deadline = item.arrival + *config_.default_deadline;
+  const uint64_t group = std::hash<std::string>{}(r.group_id.empty() ? r.request_id : r.group_id);
+  for (const SequencePtr& seq : seqs) {
+    seq->set_embedding(r.embed);
+    seq->set_fair_group(group);
+    seq->set_fair_client(r.client_id);
+    seq->set_deadline(deadline);
+    seq->set_queue_deadline(r.queue_deadline);
+  }
+  RequestState& request =
+      output_->add(r, std::move(item.stream), item.arrival, seqs, model_.hparams().embedding_length);
+  const AddResult added = scheduler_->add(seqs);
+  if (!added.ok()) {
+    // submit() validated against the same limits, so this is not expected.
+    spdlog::warn("engine {}: request {} refused by the scheduler: {}", config_.model_name, request.id, added.message);
+    output_->refuse(request, added.message);
+  }
+}
+
 void Engine::shutdown() {
-  for (auto& [id, request] : active_)
-    if (!request->done) abort_request(*request, FinishReason::abort, "the server is shutting down");
+  output_->abort_all("the server is shutting down");
   (void)scheduler_->schedule(Clock::now());  // reaps the aborted sequences and frees their blocks
-  reap_done();
+  output_->reap_done();
   publish_stats(nullptr);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The engine of one model: a thread that owns all scheduling state and runs
-//   drain inbox -> Scheduler::schedule -> ModelRunner::run -> Sampler -> detokenize
-//   + stop check -> push events -> Scheduler::update / finish
+//   drain inbox -> [Speculation::propose] -> Scheduler::schedule -> StepSampler::run
+//   (the model's step and its sampling) -> Scheduler::update -> OutputProcessor
+//   (detokenize, stop checks, grammar, deltas, finishes)
 // until stop(). Other threads talk to it only through submit() / abort() (a locked
 // inbox) and the per-request RequestStream; the engine never waits on a consumer.
 //
@@ -25,30 +26,28 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "backends/dtype.h"
 #include "engine/compute_turns.h"
 #include "engine/engine_shell.h"
 #include "engine/engine_stats.h"
-#include "engine/kv_events.h"
+#include "engine/scheduling/kv_events.h"
 #include "engine/model_runner.h"
 #include "engine/models/model.h"
-#include "engine/prefill_pacer.h"
+#include "engine/scheduling/prefill_pacer.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
-#include "engine/scheduler.h"
-#include "engine/speculative/drafter.h"
+#include "engine/scheduling/scheduler.h"
 #include "engine/speculative/speculative_config.h"
 #include "engine/tokenizer/tokenizer.h"
 
-namespace sluice::grammar {
-class Matcher;
-}
-
 namespace sluice::engine {
+
+class OutputProcessor;
+class Speculation;
+class StepSampler;
 
 struct EngineConfig {
   std::string model_name = "model";       // for the logs
@@ -134,53 +133,21 @@ class Engine {
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
 
  private:
-  struct ChoiceState;
-  struct ActiveRequest;
   struct InboxItem {
     GenerationRequest request;
     std::shared_ptr<RequestStream> stream;
     Clock::time_point arrival;
   };
 
-  std::optional<SubmitResult> validate(const GenerationRequest& request) const;
-  std::optional<SubmitResult> validate_embedding(const GenerationRequest& request) const;
   bool drain_inbox();  // false once stop() was called
   void admit(InboxItem item);
-  void check_cancellations();
   void loop_steps();
-  void run_step(ScheduledStep& step);
+  int32_t run_step(ScheduledStep& step);
   void fail_step(const ScheduledStep& step, const std::string& what);
   void die(const std::string& reason, std::vector<InboxItem> queued);
-  void sample_on_host(const ScheduledStep& step, std::vector<SampleResult>& results);
-  void sample_row(size_t row, size_t sampler_index, std::span<const float> logits, std::span<SampleResult> out);
-  void propose_drafts();  // speculative decoding: the next step's drafts (engine_speculation.cpp)
-  void start_draft_model(const SpeculativeConfig& spec);  // drafter_ for method draft_model
-  bool may_draft(const SequencePtr& seq);
-  void learn_from_verification(ChoiceState* choice, size_t num_drafts, size_t num_emitted);
-  void emit_tokens(ActiveRequest& request, ChoiceState& choice, std::span<const SampleResult> tokens,
-                   Clock::time_point now);
-  void sample_on_device(const ScheduledStep& step, std::vector<SampleResult>& results);
-  void score_prompts(const ScheduledStep& step, std::span<const float> logits);
-  void pool_embeddings(const ScheduledStep& step);
-  void finish_embedding(const SequencePtr& seq);
-  ChoiceDelta& pending_delta(ActiveRequest& request, ChoiceState& choice);
-  void postprocess(ActiveRequest& request, ChoiceState& choice, const SampleResult& sample,
-                   Clock::time_point now);
-  void finish_choice(ActiveRequest& request, ChoiceState& choice, FinishReason reason, std::string error = {},
-                     std::string matched_stop = {});
-  void abort_request(ActiveRequest& request, FinishReason reason, const std::string& error);
-  void on_request_done(ActiveRequest& request);
-  void reap_done();  // erases requests whose choices have all finished
-  void flush_deltas();
   void shutdown();
   void publish_stats(const StepMetrics* step);
   void publish_kv_events();  // hands the step's recorded KV-cache events to the sink
-  ActiveRequest* find(const SequencePtr& seq);
-  grammar::Matcher* matcher_of(const SequencePtr& seq);  // the choice's grammar matcher, or null
-  void fail_grammar(ActiveRequest& request, ChoiceState& choice, const std::string& what);
-  void start_lazy_grammar(ChoiceState& choice, int32_t token);
-  bool has_grammar(const ScheduledStep& step);
-  static bool has_drafts(const ScheduledStep& step);
 
   Model& model_;
   const tokenizer::Tokenizer tokenizer_;  // a cheap copy (shared tables)
@@ -193,27 +160,11 @@ class Engine {
   // --- engine thread only ---
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::optional<PrefillPacer> prefill_pacer_;       // set: the prefill cap follows measured step times
-  std::vector<std::unique_ptr<Sampler>> samplers_;  // one per host thread; [0] for device rows
-  std::vector<Sequence*> sampling_rows_;             // sample_on_host's reused buffer
-  std::vector<grammar::Matcher*> row_matchers_;      // each sampling row's grammar matcher, or null
-  std::vector<std::vector<uint64_t>> masks_;         // one token mask buffer per sampler
-  std::vector<std::string> row_errors_;              // a row's grammar failure, else empty
-  std::vector<const std::vector<int32_t>*> row_drafts_;  // each sampling row's drafts (often none)
-  std::vector<size_t> row_results_;                  // each sampling row's first result
-  std::vector<size_t> row_num_emitted_;              // ... and how many tokens it emits (1 + accepted drafts)
-  std::vector<std::vector<int32_t>> histories_;      // per sampler: output + drafts, for the penalties
-  std::unique_ptr<Drafter> drafter_;                 // null: no speculative decoding
-  std::vector<DraftRequest> draft_requests_;         // propose_drafts' reused buffer
-  SpeculationStats speculation_stats_;
-  int32_t step_constrained_rows_ = 0;                // this step's rows sampled under a mask
-  std::vector<backends::RowSampling> device_rows_;     // sample_on_device's reused buffers
-  std::vector<backends::LogitAdjust> device_adjust_;
-  std::vector<size_t> device_adjust_ends_;
-  std::vector<backends::SampledToken> device_tokens_;
-  std::unordered_map<std::string, std::unique_ptr<ActiveRequest>> active_;
-  std::vector<ActiveRequest*> dirty_;  // requests with a delta to push this step
-  std::vector<KvCacheEvent> kv_event_log_;  // the block pool records here when kv_events is set
+  std::optional<PrefillPacer> prefill_pacer_;  // set: the prefill cap follows measured step times
+  std::unique_ptr<StepSampler> sampler_;
+  std::unique_ptr<OutputProcessor> output_;
+  std::unique_ptr<Speculation> speculation_;   // null: no speculative decoding
+  std::vector<KvCacheEvent> kv_event_log_;     // the block pool records here when kv_events is set
 
   // Shared with the other threads: inbox, ids in flight, lifecycle, stats. Declared
   // last: its thread is joined before the rest goes.

@@ -29,7 +29,7 @@
 
 #include "engine/engine_stats.h"
 #include "engine/request_stream.h"
-#include "engine/scheduler.h"
+#include "engine/scheduling/scheduler.h"
 
 namespace sluice::engine {
 

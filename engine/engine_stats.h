@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/sequence.h"
+#include "engine/scheduling/sequence.h"
 
 namespace sluice::engine {
 

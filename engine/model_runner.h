@@ -13,7 +13,7 @@
 #include "engine/models/batch_builder.h"
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
-#include "engine/scheduler.h"
+#include "engine/scheduling/scheduler.h"
 
 namespace sluice::engine {
 

@@ -13,7 +13,7 @@
 
 #include "engine/pooling.h"
 #include "engine/sampler.h"
-#include "engine/sequence.h"
+#include "engine/scheduling/sequence.h"
 
 namespace sluice::grammar {
 class CompiledGrammar;

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "engine/sequence.h"
+#include "engine/scheduling/sequence.h"
 #include "engine/speculative/speculative_config.h"
 
 namespace sluice::engine {

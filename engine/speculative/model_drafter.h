@@ -2,7 +2,7 @@
 // A small model beside the target drafts its greedy continuation (vLLM's and
 // llama-server's draft model). A greedy draft is a function of the sequence's
 // tokens, so each drafted token is a point mass and the engine's verification
-// (engine_speculation.cpp) keeps the target's distribution: the output is the plain
+// (step_sampler.h) keeps the target's distribution: the output is the plain
 // decoder's whatever the draft model says, only the speed depends on it.
 //
 // The draft model has a paged KV cache of its own. A sequence's state remembers the

@@ -1,6 +1,6 @@
 #pragma once
 // Who sent a request, for sharing the engine's queue fairly between clients
-// (engine/fair_order.h): the API key of `x-api-key` or `Authorization: Bearer`, and only when
+// (engine/scheduling/fair_order.h): the API key of `x-api-key` or `Authorization: Bearer`, and only when
 // api_keys are configured, so the key was checked. Without keys a client could name
 // itself anything (and every default client sends the same placeholder), so each
 // request then stands for itself.

@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/kv_events.h"
+#include "engine/scheduling/kv_events.h"
 
 namespace sluice::server {
 

@@ -27,7 +27,7 @@
 #include <thread>
 #include <utility>
 
-#include "engine/kv_events.h"
+#include "engine/scheduling/kv_events.h"
 #include "server/kv_events/kv_event_encoding.h"
 
 namespace zmq {

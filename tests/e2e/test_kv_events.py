@@ -21,7 +21,7 @@ U64 = (1 << 64) - 1
 ROOT_HASH = 0x736C756963650001
 
 
-# --- sluice's block hash (engine/block_pool.cpp), written again from its definition
+# --- sluice's block hash (engine/scheduling/block_pool.cpp), written again from its definition
 
 
 def _fmix64(x):

@@ -52,7 +52,7 @@
 #include "engine/engine_shell.h"
 #include "engine/engine_stats.h"
 #include "engine/request_stream.h"
-#include "engine/scheduler.h"
+#include "engine/scheduling/scheduler.h"
 #include "engine/tts/codec/codec_decoder.h"
 #include "engine/compute_turns.h"
 #include "engine/tts/model/tts_generator.h"

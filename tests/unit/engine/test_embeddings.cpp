@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/pooling.h"
-#include "engine/scheduler.h"
+#include "engine/scheduling/scheduler.h"
 #include "tests/unit/engine/engine_harness.h"
 
 namespace sluice::engine::testing {

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/scheduler.h"
+#include "engine/scheduling/scheduler.h"
+#include "tests/unit/engine/scheduling/step_layout.h"
 
 namespace sluice::engine {
 namespace {
@@ -92,7 +93,7 @@ TEST_CASE("BatchBuilder: clear() starts a new step") {
 // block table) and lets the builder place it; the speech engine reads the
 // scheduler's own flat arrays. Both must agree, over chunked prefills that end
 // mid-block and decodes.
-TEST_CASE("BatchBuilder: a scheduled step described chunk by chunk gives the scheduler's positions and slots") {
+TEST_CASE("BatchBuilder: a scheduled step described chunk by chunk gives its positions and slots") {
   SchedulerConfig config;
   config.max_num_batched_tokens = 9;
   config.max_num_seqs = 8;
@@ -121,8 +122,8 @@ TEST_CASE("BatchBuilder: a scheduled step described chunk by chunk gives the sch
     }
     const StepBatch batch = builder.batch();
     CHECK(to_vector(batch.token_ids) == step.token_ids);
-    CHECK(to_vector(batch.positions) == step.positions);
-    CHECK(std::vector<int64_t>(batch.kv_slots.begin(), batch.kv_slots.end()) == step.slot_mapping);
+    CHECK(to_vector(batch.positions) == testing::step_positions(step));
+    CHECK(std::vector<int64_t>(batch.kv_slots.begin(), batch.kv_slots.end()) == testing::step_slots(step, 4));
     for (size_t s = 0; s < step.seqs.size(); ++s) CHECK(batch.sequences[s].query_begin == step.seqs[s].query_start);
     std::vector<int32_t> sampled(static_cast<size_t>(step.num_sampling), 7);
     scheduler.update(step, sampled);

@@ -1,4 +1,4 @@
-#include "engine/scheduler.h"
+#include "engine/scheduling/scheduler.h"
 
 #include <doctest/doctest.h>
 
@@ -9,6 +9,8 @@
 #include <numeric>
 #include <string>
 #include <vector>
+
+#include "tests/unit/engine/scheduling/step_layout.h"
 
 namespace sluice::engine {
 namespace {
@@ -85,9 +87,9 @@ TEST_CASE("Scheduler: budget arithmetic, flat arrays and slot mapping") {
   CHECK_FALSE(s1.seqs[2].samples);  // its prompt is not done
   CHECK(s1.seqs[2].query_start == 9);
   CHECK(s1.token_ids == std::vector<int32_t>{1, 2, 3, 4, 101, 102, 103, 104, 105, 201});
-  CHECK(s1.positions == std::vector<int32_t>{0, 1, 2, 3, 0, 1, 2, 3, 4, 0});
+  CHECK(testing::step_positions(s1) == std::vector<int32_t>{0, 1, 2, 3, 0, 1, 2, 3, 4, 0});
   // Blocks come out of the fresh pool in id order: a=[0], b=[1,2], c=[3].
-  CHECK(s1.slot_mapping == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 12});
+  CHECK(testing::step_slots(s1, 4) == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 12});
   scheduler.update(s1, sample_all(s1));
   CHECK(a->num_output_tokens() == 1);
   CHECK(c->num_computed_tokens() == 1);
@@ -95,8 +97,8 @@ TEST_CASE("Scheduler: budget arithmetic, flat arrays and slot mapping") {
   // Decodes first, then c's remaining 5 prompt tokens.
   ScheduledStep s2 = scheduler.schedule(t0);
   CHECK(plan(s2) == Plan{{"a", 1}, {"b", 1}, {"c", 5}});
-  CHECK(s2.positions == std::vector<int32_t>{4, 5, 1, 2, 3, 4, 5});
-  CHECK(s2.slot_mapping == std::vector<int64_t>{16, 9, 13, 14, 15, 20, 21});  // a +[4], c +[5]
+  CHECK(testing::step_positions(s2) == std::vector<int32_t>{4, 5, 1, 2, 3, 4, 5});
+  CHECK(testing::step_slots(s2, 4) == std::vector<int64_t>{16, 9, 13, 14, 15, 20, 21});  // a +[4], c +[5]
   scheduler.update(s2, sample_all(s2));
 
   CHECK(plan(step_once(scheduler)) == Plan{{"a", 1}, {"b", 1}, {"c", 1}});  // a, b: third token
@@ -221,7 +223,7 @@ TEST_CASE("Scheduler: out of blocks, the newest is preempted and recomputed late
     CHECK(resumed.token_ids == std::vector<int32_t>(b_tokens.begin() + cached, b_tokens.end()));
     std::vector<int32_t> positions(9 - cached);
     std::iota(positions.begin(), positions.end(), static_cast<int32_t>(cached));
-    CHECK(resumed.positions == positions);
+    CHECK(testing::step_positions(resumed) == positions);
 
     // Same outputs as a run with room for both.
     const auto outputs = run_to_end(scheduler, {a, b});

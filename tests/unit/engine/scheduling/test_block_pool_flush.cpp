@@ -7,8 +7,8 @@
 #include <numeric>
 #include <vector>
 
-#include "engine/block_pool.h"
-#include "engine/kv_events.h"
+#include "engine/scheduling/block_pool.h"
+#include "engine/scheduling/kv_events.h"
 
 namespace sluice::engine {
 namespace {

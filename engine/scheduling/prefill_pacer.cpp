@@ -1,4 +1,4 @@
-#include "engine/prefill_pacer.h"
+#include "engine/scheduling/prefill_pacer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// Fair sharing of the scheduler's queue (engine/fair_order.h): a request of many
+// Fair sharing of the scheduler's queue (engine/scheduling/fair_order.h): a request of many
 // prompts or choices does not hold the queue ahead of a small one, clients and
 // their requests take turns, priority still comes first, and preemption takes from
 // whoever holds the most.
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/fair_order.h"
-#include "engine/scheduler.h"
+#include "engine/scheduling/fair_order.h"
+#include "engine/scheduling/scheduler.h"
 
 namespace sluice::engine {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/sequence.h"
+#include "engine/scheduling/sequence.h"
 
 #include <algorithm>
 #include <functional>

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "engine/block_pool.h"
+#include "engine/scheduling/block_pool.h"
 
 namespace sluice::engine::test {
 

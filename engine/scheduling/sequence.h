@@ -23,6 +23,7 @@
 namespace sluice::engine {
 
 using Clock = std::chrono::steady_clock;
+class ChoiceState;  // engine/choice_state.h
 
 enum class SequenceStatus { waiting, running, preempted, finished };
 
@@ -149,6 +150,11 @@ class Sequence {
   // Output tokens allowed: max_tokens, or up to max_model_len.
   int64_t max_output_tokens(int64_t max_model_len) const;
 
+  // --- the engine's output state of this choice (choice_state.h), or null: none
+  // (speech sequences, tests) or its request ended. Set and cleared by ChoiceState.
+  ChoiceState* choice_state() const { return choice_state_; }
+  void set_choice_state(ChoiceState* state) { choice_state_ = state; }
+
  private:
   std::string request_id_;
   int32_t choice_index_ = 0;
@@ -176,6 +182,7 @@ class Sequence {
   std::optional<Pooling> embedding_;
   std::shared_ptr<const SamplingParams> params_;
   Rng rng_;
+  ChoiceState* choice_state_ = nullptr;
 };
 
 using SequencePtr = std::shared_ptr<Sequence>;

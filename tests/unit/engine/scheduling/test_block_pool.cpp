@@ -1,5 +1,5 @@
-#include "engine/block_pool.h"
-#include "tests/unit/engine/block_pool_test_util.h"
+#include "engine/scheduling/block_pool.h"
+#include "tests/unit/engine/scheduling/block_pool_test_util.h"
 
 #include <doctest/doctest.h>
 

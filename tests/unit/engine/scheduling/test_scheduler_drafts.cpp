@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/scheduler.h"
+#include "engine/scheduling/scheduler.h"
+#include "tests/unit/engine/scheduling/step_layout.h"
 
 namespace sluice::engine {
 namespace {
@@ -55,7 +56,7 @@ TEST_CASE("drafts are computed after the decode token and only accepted ones com
   CHECK(s.num_new_tokens == 5);
   CHECK(s.draft_tokens == std::vector<int32_t>{201, 202, 203, 204});
   CHECK(step.token_ids == std::vector<int32_t>{100, 201, 202, 203, 204});
-  CHECK(step.positions == std::vector<int32_t>{6, 7, 8, 9, 10});
+  CHECK(testing::step_positions(step) == std::vector<int32_t>{6, 7, 8, 9, 10});
   CHECK(scheduler.block_pool().num_free_blocks() == blocks_before - 1);  // positions 8..10: a third block
 
   // The target confirms 201 and 202, then says 77: tokens 201, 202, 77 are emitted.

@@ -1,11 +1,10 @@
-#include "engine/scheduler.h"
+#include "engine/scheduling/scheduler.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "backends/check.h"
-#include "engine/fair_order.h"
-#include "engine/models/batch_builder.h"
+#include "engine/scheduling/fair_order.h"
 
 namespace sluice::engine {
 namespace {
@@ -160,13 +159,9 @@ void Scheduler::emit(ScheduledStep& step, const SequencePtr& seq, int64_t num_ne
     scheduled.draft_tokens.assign(drafts.begin(), drafts.end());
   }
   scheduled.block_table = seq->block_table();
-  const int64_t block_size = pool_.block_size();
   const auto tokens = seq->tokens();
-  for (int64_t pos = scheduled.start_position; pos < end; ++pos) {
+  for (int64_t pos = scheduled.start_position; pos < end; ++pos)
     step.token_ids.push_back(pos < seq->num_tokens() ? tokens[pos] : scheduled.draft_tokens[pos - seq->num_tokens()]);
-    step.positions.push_back(static_cast<int32_t>(pos));
-    step.slot_mapping.push_back(kv_slot(scheduled.block_table, pos, block_size));
-  }
   step.num_batched_tokens += num_new_tokens;
   step.num_sampling += scheduled.samples;
   step.seqs.push_back(std::move(scheduled));

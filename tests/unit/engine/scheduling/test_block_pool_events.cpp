@@ -1,4 +1,4 @@
-// The block pool's KV-cache events (engine/kv_events.h): what a router's index
+// The block pool's KV-cache events (engine/scheduling/kv_events.h): what a router's index
 // learns from them must match what the prefix cache really holds.
 #include <doctest/doctest.h>
 
@@ -6,8 +6,8 @@
 #include <numeric>
 #include <vector>
 
-#include "engine/block_pool.h"
-#include "tests/unit/engine/block_pool_test_util.h"
+#include "engine/scheduling/block_pool.h"
+#include "tests/unit/engine/scheduling/block_pool_test_util.h"
 
 namespace sluice::engine {
 namespace {

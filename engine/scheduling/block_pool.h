@@ -30,8 +30,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/kv_events.h"
-#include "engine/sequence.h"
+#include "engine/scheduling/kv_events.h"
+#include "engine/scheduling/sequence.h"
 
 namespace sluice::engine {
 

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/sequence.h"
+#include "engine/scheduling/sequence.h"
 
 namespace sluice::engine {
 

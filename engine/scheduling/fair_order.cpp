@@ -1,4 +1,4 @@
-#include "engine/fair_order.h"
+#include "engine/scheduling/fair_order.h"
 
 #include <algorithm>
 #include <tuple>

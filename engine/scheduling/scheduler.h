@@ -26,9 +26,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/block_pool.h"
-#include "engine/fair_order.h"
-#include "engine/sequence.h"
+#include "engine/scheduling/block_pool.h"
+#include "engine/scheduling/fair_order.h"
+#include "engine/scheduling/sequence.h"
 
 namespace sluice::engine {
 
@@ -68,13 +68,12 @@ struct ScheduledSequence {
   std::vector<int32_t> draft_tokens;
 };
 
-// One step for the model runner: every scheduled token flattened, running sequences
-// first. The flat arrays are [num_batched_tokens].
+// One step for the model runner: its sequences (running ones first) and every
+// scheduled token flattened, [num_batched_tokens]; the runner lays out positions
+// and KV slots from each sequence's start and block table.
 struct ScheduledStep {
   std::vector<ScheduledSequence> seqs;
   std::vector<int32_t> token_ids;
-  std::vector<int32_t> positions;
-  std::vector<int64_t> slot_mapping;  // block id * block_size + offset in the block
   int64_t num_batched_tokens = 0;
   int32_t num_sampling = 0;           // seqs with samples == true; update() wants that many tokens
   std::vector<SequencePtr> finished;  // finished by the scheduler since the last step: abort, timeout

@@ -1,4 +1,4 @@
-#include "engine/block_pool.h"
+#include "engine/scheduling/block_pool.h"
 
 #include <algorithm>
 #include <bit>

@@ -3,7 +3,7 @@
 // cannot swing it.
 #include <doctest/doctest.h>
 
-#include "engine/prefill_pacer.h"
+#include "engine/scheduling/prefill_pacer.h"
 
 namespace sluice::engine {
 namespace {
