@@ -109,12 +109,22 @@ def test_a_text_too_long_for_the_context_is_refused_before_tokenizing(tiny):
 
 
 def test_a_bad_later_prompt_enqueues_and_aborts_nothing(tiny):
-    before = aborted_total(tiny)
+    _, finished_before = engine_counts(tiny)
+    aborted_before = aborted_total(tiny)
     status, _, raw = post(tiny, "/v1/completions", greedy([[5, 6, 7] * 10, [5, 6, 2000000000]], max_tokens=200))
     assert status == 400
     assert_openai_error(raw, param="prompt")
-    time.sleep(0.3)  # an abort would be counted when the engine reaps it
-    assert aborted_total(tiny) == before
+    # Then a request of its own, sent once the 400 is in. The engine thread takes its
+    # inbox and its aborts in order, so whatever the bad request queued or aborted got
+    # there first. engine_counts waits for an idle snapshot published after this request
+    # finished (it runs over several steps: no earlier idle snapshot stands in), which
+    # counts every choice finished so far; one still running (the first prompt's 200
+    # tokens, had it been queued) keeps the engine busy until it is counted too.
+    later = post_json(tiny, "/v1/completions", greedy("x", max_tokens=4, ignore_eos=True))
+    assert later["choices"][0]["finish_reason"] == "length"
+    _, finished_after = engine_counts(tiny)
+    assert aborted_total(tiny) == aborted_before
+    assert finished_after == finished_before + 1, "choices finished besides the later request's one"
 
 
 def test_context_length_errors_name_their_field(tiny):
