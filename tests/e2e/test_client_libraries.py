@@ -211,8 +211,12 @@ def test_anthropic_sdk_tool_loop_sends_back_its_own_blocks(served):
     tools = [{"name": "get_weather", "description": "Current weather in a city.",
               "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
     messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    # Greedy, so the call is the same every run: sampled at the default temperature 1
+    # it once came back with an "arguments" key in its input (the SDK's create() takes
+    # no temperature argument, hence extra_body).
     first = client.messages.create(model="smol-tools", max_tokens=100, tools=tools, messages=messages,
-                                   tool_choice={"type": "tool", "name": "get_weather"})
+                                   tool_choice={"type": "tool", "name": "get_weather"},
+                                   extra_body={"temperature": 0})
     use = next(block for block in first.content if block.type == "tool_use")
     messages += [{"role": "assistant", "content": first.content},
                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
