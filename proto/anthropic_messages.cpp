@@ -13,11 +13,7 @@ using OJson = nlohmann::ordered_json;
 
 namespace {
 
-fields::Json plain(const OJson& v) { return fields::Json::parse(v.dump()); }
-
-ApiError type_error(const std::string& param, std::string_view expected, const OJson& got) {
-  return fields::type_error(param, expected, plain(got));
-}
+using fields::type_error;
 
 ApiError unsupported_value(const std::string& param, const std::string& value, std::string_view supported) {
   return invalid_request("Invalid value for '" + param + "': '" + value + "'; " + std::string(supported), param);
@@ -352,9 +348,8 @@ ApiError in_messages_terms(ApiError error) {
 }
 
 MessagesParse parse_messages_request(std::string_view body, const ParseOptions& parse, bool count_tokens) {
-  fields::Json checked;
-  if (auto e = fields::parse_object(body, checked)) return *e;
-  const OJson in = OJson::parse(body);
+  OJson in;
+  if (auto e = fields::parse_object(body, in)) return *e;
   OJson chat = OJson::object();
   std::vector<std::string> ignored;
   const fields::FieldPolicy policy(parse.strict_fields, ignored);
@@ -422,13 +417,11 @@ MessagesParse parse_messages_request(std::string_view body, const ParseOptions& 
   if (!parallel) chat["parallel_tool_calls"] = false;
   if (count_tokens && !chat.contains("model")) return fields::missing_field("model");
 
-  MessagesRequest out;
-  out.chat_body = chat.dump();
-  ChatParse parsed = parse_chat_request(out.chat_body, parse);
+  ChatParse parsed = parse_chat_json(chat, parse);
   if (auto* error = std::get_if<ApiError>(&parsed)) return in_messages_terms(std::move(*error));
-  static_cast<ChatRequest&>(out) = std::get<ChatRequest>(std::move(parsed));
+  MessagesRequest& out = std::get<ChatRequest>(parsed);
   out.ignored_fields.insert(out.ignored_fields.end(), ignored.begin(), ignored.end());
-  return out;
+  return std::move(out);
 }
 
 std::string anthropic_error_body(const ApiError& error) {
@@ -445,19 +438,6 @@ std::string anthropic_error_body(const ApiError& error) {
   }
   const OJson body = {{"type", "error"}, {"error", {{"type", type}, {"message", error.message}}}};
   return body.dump(-1, ' ', false, OJson::error_handler_t::replace);
-}
-
-std::string anthropic_error_from_openai(int status, std::string_view openai_body) {
-  ApiError error{status, "The request failed.", "", "", ""};
-  const OJson parsed = OJson::parse(openai_body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_object()) {
-    auto inner = parsed.find("error");
-    if (inner != parsed.end() && inner->is_object()) {
-      auto message = inner->find("message");
-      if (message != inner->end() && message->is_string()) error.message = message->get<std::string>();
-    }
-  }
-  return anthropic_error_body(error);
 }
 
 }  // namespace sluice::proto

@@ -21,11 +21,9 @@
 
 namespace sluice::proto {
 
-struct MessagesRequest : ChatRequest {
-  // The same request as a /v1/chat/completions body, key order kept: what the tools'
-  // ordered schemas are read from (read_tools_in_order).
-  std::string chat_body;
-};
+// The chat request it translates to (the body is parsed once; the translation is a
+// copy of its DOM, keys in the client's order, read by parse_chat_json).
+using MessagesRequest = ChatRequest;
 
 using MessagesParse = std::variant<MessagesRequest, ApiError>;
 
@@ -42,8 +40,5 @@ ApiError in_messages_terms(ApiError error);
 // not_found_error, 413 request_too_large, 429 rate_limit_error, 503 overloaded_error,
 // else api_error).
 std::string anthropic_error_body(const ApiError& error);
-// The same made from an OpenAI-shaped error body (what the shared generation code
-// writes): its message kept; a body that is not one gives a generic message.
-std::string anthropic_error_from_openai(int status, std::string_view openai_body);
 
 }  // namespace sluice::proto

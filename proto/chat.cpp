@@ -372,10 +372,7 @@ ChatParse parse_chat_json(const Json& body, const ParseOptions& parse) {
 ChatParse parse_chat_request(std::string_view body, const ParseOptions& parse) {
   Json json;
   if (auto e = fields::parse_object(body, json)) return *e;
-  ChatParse parsed = parse_chat_json(json, parse);
-  if (auto* req = std::get_if<ChatRequest>(&parsed); req && req->structured_output)
-    read_schema_in_order(body, *req->structured_output);
-  return parsed;
+  return parse_chat_json(json, parse);
 }
 
 }  // namespace sluice::proto

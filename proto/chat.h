@@ -39,7 +39,10 @@ struct ChatMessage {
 struct ChatTool {
   std::string name;  // [A-Za-z0-9_-]{1,64}, plus '.' and ':' (MCP-style names); unique in a request
   std::optional<std::string> description;
-  nlohmann::json parameters;   // a JSON Schema object; null when absent (no parameters)
+  Json parameters;   // a JSON Schema object; null when absent (no parameters)
+  // The tool as the chat template sees it, keys in the client's order:
+  // {"type": "function", "function": {...}} (a legacy functions[i] wrapped so).
+  Json as_sent;
   std::optional<bool> strict;  // as sent
   std::string param;           // where it came from, for errors: "tools[2]" or "functions[2]"
 };
@@ -53,7 +56,7 @@ struct ToolChoice {
 struct ChatRequest : GenerationOptions {
   std::vector<ChatMessage> messages;  // at least one
   // vLLM: extra variables for the chat template (an object; empty when absent).
-  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  Json chat_template_kwargs = Json::object();
   std::vector<ChatTool> tools;        // tools, or the legacy functions (never both)
   ToolChoice tool_choice;             // tool_choice, or the legacy function_call; none without tools
   bool parallel_tool_calls = true;
@@ -71,11 +74,11 @@ using ChatParse = std::variant<ChatRequest, ApiError>;
 
 ChatParse parse_chat_request(std::string_view body, const ParseOptions& parse = {});
 // The same, for a body already parsed (a JSON object).
-ChatParse parse_chat_json(const nlohmann::json& body, const ParseOptions& parse = {});
+ChatParse parse_chat_json(const Json& body, const ParseOptions& parse = {});
 
 // chat_template_kwargs (an object whose keys the template does not reserve), also
 // read by /tokenize.
-fields::Error read_chat_template_kwargs(const nlohmann::json& value, nlohmann::json& out);
+fields::Error read_chat_template_kwargs(const Json& value, Json& out);
 
 // vLLM's continue_final_message: the answer continues the final assistant message,
 // so `resolved` (the generation prompt) defaults to off and may not be on; the last
@@ -85,7 +88,7 @@ fields::Error resolve_continuation(const std::vector<ChatMessage>& messages, boo
 
 // The "messages" array on its own (also used by /tokenize). Errors name
 // `param`[i]... ; unknown keys inside the messages go to `policy`.
-fields::Error parse_chat_messages(const nlohmann::json& value, const std::string& param,
+fields::Error parse_chat_messages(const Json& value, const std::string& param,
                                   std::vector<ChatMessage>& out, const fields::FieldPolicy& policy);
 
 }  // namespace sluice::proto

@@ -41,19 +41,11 @@ std::vector<chat::ChatMessage> template_messages(const std::vector<ChatMessage>&
   return out;
 }
 
-OrderedTools read_tools_in_order(std::string_view body, const ChatRequest& request) {
+OrderedTools tools_in_order(const ChatRequest& request) {
   OrderedTools out;
-  if (request.tools.empty()) return out;
-  const OJson document = OJson::parse(body, nullptr, /*allow_exceptions=*/false);
-  const bool legacy = request.tools.front().param.starts_with("functions");
-  const auto list = document.find(legacy ? "functions" : "tools");
-  if (list == document.end() || !list->is_array()) return out;
-  for (const OJson& item : *list) {
-    const OJson& function = legacy ? item : item.at("function");
-    out.for_template.push_back(legacy ? OJson{{"type", "function"}, {"function", item}} : item);
-    const auto parameters = function.find("parameters");
-    out.parameters.push_back(parameters == function.end() || parameters->is_null() ? std::string()
-                                                                                    : parameters->dump());
+  for (const ChatTool& tool : request.tools) {
+    out.for_template.push_back(tool.as_sent);
+    out.parameters.push_back(tool.parameters.is_null() ? std::string() : tool.parameters.dump());
   }
   return out;
 }

@@ -17,13 +17,12 @@ namespace sluice::proto {
 std::vector<chat::ChatMessage> template_messages(const std::vector<ChatMessage>& messages);
 
 // The request's tools in the client's key order (the template prints them, and a
-// schema's property order is the order the grammar writes arguments in). Read again
-// from the body, which parse_chat_request accepted: `request.tools` says where they are.
+// schema's property order is the order the grammar writes arguments in).
 struct OrderedTools {
-  nlohmann::ordered_json for_template = nlohmann::ordered_json::array();  // [{"type": "function", "function": {...}}]
+  Json for_template = Json::array();  // [{"type": "function", "function": {...}}]
   std::vector<std::string> parameters;  // per tool: its parameters schema as JSON text ("" when none)
 };
-OrderedTools read_tools_in_order(std::string_view body, const ChatRequest& request);
+OrderedTools tools_in_order(const ChatRequest& request);
 
 // continue_final_message: the rendered conversation cut right after the final
 // message's content, so what follows continues it (the template's end-of-turn markup

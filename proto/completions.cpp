@@ -129,10 +129,7 @@ CompletionParse parse_completion_json(const Json& body, const ParseOptions& pars
 CompletionParse parse_completion_request(std::string_view body, const ParseOptions& parse) {
   Json json;
   if (auto e = fields::parse_object(body, json)) return *e;
-  CompletionParse parsed = parse_completion_json(json, parse);
-  if (auto* req = std::get_if<CompletionRequest>(&parsed); req && req->structured_output)
-    read_schema_in_order(body, *req->structured_output);
-  return parsed;
+  return parse_completion_json(json, parse);
 }
 
 }  // namespace sluice::proto

@@ -38,6 +38,6 @@ using CompletionParse = std::variant<CompletionRequest, ApiError>;
 
 CompletionParse parse_completion_request(std::string_view body, const ParseOptions& parse = {});
 // The same, for a body already parsed (a JSON object).
-CompletionParse parse_completion_json(const nlohmann::json& body, const ParseOptions& parse = {});
+CompletionParse parse_completion_json(const Json& body, const ParseOptions& parse = {});
 
 }  // namespace sluice::proto

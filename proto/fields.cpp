@@ -7,36 +7,6 @@
 namespace sluice::proto::fields {
 namespace {
 
-// Records the first syntax error of a failed parse; the second, event-only pass runs
-// only on bodies that did not parse, so the happy path never builds this.
-class ErrorSax : public nlohmann::json_sax<Json> {
- public:
-  std::string message;
-
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t position, const std::string&,
-                   const nlohmann::detail::exception& ex) override {
-    // ex.what(): "[json.exception.parse_error.101] parse error at line 1, column 9: ..."
-    std::string what = ex.what();
-    auto bracket = what.find("] ");
-    if (bracket != std::string::npos) what = what.substr(bracket + 2);
-    message = "We could not parse the JSON body of your request (byte " + std::to_string(position) +
-              "): " + what;
-    return false;
-  }
-};
-
 // The JSON value as it reads in an error message, kept short.
 std::string shown(const Json& v) {
   std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -111,13 +81,8 @@ Error parse_object(std::string_view body, Json& out) {
     return invalid_request("The JSON body of your request nests arrays and objects more than " +
                            std::to_string(kMaxJsonDepth) + " levels deep.");
   }
-  out = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (out.is_discarded()) {
-    ErrorSax sax;
-    Json::sax_parse(body.begin(), body.end(), &sax);
-    if (sax.message.empty()) sax.message = "We could not parse the JSON body of your request.";
-    return invalid_request(sax.message);
-  }
+  std::string error;
+  if (!parse_json_document(body, out, error)) return invalid_request(error);
   if (!out.is_object()) {
     return invalid_request("The request body must be a JSON object, got " +
                            std::string(out.type_name()) + ".");

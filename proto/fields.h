@@ -18,10 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/errors.h"
+#include "proto/json_document.h"
 
 namespace sluice::proto::fields {
 
-using Json = nlohmann::json;
+using Json = proto::Json;  // the client's key order kept (json_document.h)
 using Error = std::optional<ApiError>;  // empty: the field was fine
 
 // Deepest nesting of arrays and objects a request body may have: far beyond any real

@@ -12,10 +12,8 @@ namespace {
 using OJson = nlohmann::ordered_json;
 using Error = std::optional<ApiError>;
 
-// The shared error wording (fields.h) takes the sorted DOM; only the type name of
-// the value is used, so a copy is made only on the error path.
 ApiError wrong_type(const std::string& param, std::string_view expected, const OJson& got) {
-  return fields::type_error(param, expected, fields::Json::parse(got.dump()));
+  return fields::type_error(param, expected, got);
 }
 
 Error read_string(const OJson& v, const std::string& param, std::string& out) {
@@ -432,9 +430,8 @@ std::string renamed(std::string text) {
 }  // namespace
 
 ResponsesParse parse_responses_request(std::string_view body, const ParseOptions& parse) {
-  fields::Json checked;  // the depth check and the malformed-JSON error, as every route gives them
-  if (auto e = fields::parse_object(body, checked)) return *e;
-  const OJson document = OJson::parse(body, nullptr, /*allow_exceptions=*/false);
+  OJson document;
+  if (auto e = fields::parse_object(body, document)) return *e;
   ResponsesRequest req;
   const fields::FieldPolicy policy(parse.strict_fields, req.ignored_fields);
   req.echo = default_echo();
@@ -476,7 +473,7 @@ ResponsesParse parse_responses_request(std::string_view body, const ParseOptions
   return req;
 }
 
-std::variant<ResponsesChat, ApiError> to_chat_request(const ResponsesRequest& request, const nlohmann::ordered_json& history,
+std::variant<ChatRequest, ApiError> to_chat_request(const ResponsesRequest& request, const nlohmann::ordered_json& history,
                                                       const ParseOptions& parse) {
   OJson body = request.chat_fields;
   OJson messages = OJson::array();
@@ -484,15 +481,11 @@ std::variant<ResponsesChat, ApiError> to_chat_request(const ResponsesRequest& re
   for (const OJson& message : history) messages.push_back(message);
   for (const OJson& message : request.input_messages) messages.push_back(message);
   body["messages"] = std::move(messages);
-  ResponsesChat out;
-  out.body = body.dump();
-  ChatParse parsed = parse_chat_request(out.body, parse);
-  if (auto* error = std::get_if<ApiError>(&parsed)) {
-    return in_responses_terms(*error);
-  }
-  out.request = std::get<ChatRequest>(std::move(parsed));
-  for (const std::string& field : request.ignored_fields) out.request.ignored_fields.push_back(field);
-  return out;
+  ChatParse parsed = parse_chat_json(body, parse);  // a copy of the parsed body's DOM: no second parse
+  if (auto* error = std::get_if<ApiError>(&parsed)) return in_responses_terms(*error);
+  ChatRequest& out = std::get<ChatRequest>(parsed);
+  for (const std::string& field : request.ignored_fields) out.ignored_fields.push_back(field);
+  return std::move(out);
 }
 
 ApiError in_responses_terms(ApiError error) {

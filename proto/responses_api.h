@@ -48,13 +48,7 @@ ResponsesParse parse_responses_request(std::string_view body, const ParseOptions
 
 // The chat request a Responses request asks for: instructions, then `history` (the
 // stored conversation of previous_response_id: chat messages), then the input.
-// `body` is the chat-completions body text it was parsed from (the route re-reads
-// the tools from it in order).
-struct ResponsesChat {
-  ChatRequest request;
-  std::string body;
-};
-std::variant<ResponsesChat, ApiError> to_chat_request(const ResponsesRequest& request,
+std::variant<ChatRequest, ApiError> to_chat_request(const ResponsesRequest& request,
                                                       const nlohmann::ordered_json& history,
                                                       const ParseOptions& parse = {});
 

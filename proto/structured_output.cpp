@@ -15,17 +15,15 @@ Error one_only(const std::optional<StructuredOutput>& out, const std::string& pa
                          param);
 }
 
-Error read_schema(const Json& v, const std::string& param, std::vector<std::string> path, StructuredOutput& out) {
+Error read_schema(const Json& v, const std::string& param, StructuredOutput& out) {
   if (v.is_string()) {  // vLLM accepts the schema as a JSON string too
     const Json parsed = Json::parse(v.get_ref<const std::string&>(), nullptr, /*allow_exceptions=*/false);
     if (parsed.is_discarded() || !(parsed.is_object() || parsed.is_boolean()))
       return invalid_request("'" + param + "' is not a JSON schema: the string does not parse as a JSON object.",
                              param);
-    out.spec.text = v.get<std::string>();  // the client's own text, in its own order
-    out.schema_path.clear();
+    out.spec.text = v.get<std::string>();  // the client's own text
   } else if (v.is_object() || v.is_boolean()) {
-    out.spec.text = v.dump();
-    out.schema_path = std::move(path);
+    out.spec.text = v.dump();  // in the client's key order: the order of the output's properties
   } else {
     return fields::type_error(param, "a JSON schema object", v);
   }
@@ -73,7 +71,7 @@ Error read_response_format(const Json& v, std::optional<StructuredOutput>& out, 
   if (auto e = one_only(out, "response_format")) return e;
   StructuredOutput so;
   if (llama_schema) {
-    if (auto e = read_schema(v["schema"], "response_format.schema", {"response_format", "schema"}, so)) return e;
+    if (auto e = read_schema(v["schema"], "response_format.schema", so)) return e;
     so.spec.strict = true;  // as llama-server's schema converter: what it cannot enforce is refused
     so.param = "response_format";
   } else if (kind == "json_object") {
@@ -87,7 +85,7 @@ Error read_response_format(const Json& v, std::optional<StructuredOutput>& out, 
     for (const auto& [key, value] : js->items()) {
       const std::string field = "response_format.json_schema." + key;
       if (key == "schema") {
-        if (auto e = read_schema(value, field, {"response_format", "json_schema", "schema"}, so)) return e;
+        if (auto e = read_schema(value, field, so)) return e;
         has_schema = true;
       } else if (key == "strict") {
         bool strict = false;
@@ -124,7 +122,7 @@ Error read_structured_outputs(const Json& v, std::optional<StructuredOutput>& ou
     if (value.is_null()) continue;
     if (key == "json") {
       ++count;
-      e = read_schema(value, field, {"structured_outputs", "json"}, so);
+      e = read_schema(value, field, so);
       so.spec.strict = true;
     } else if (key == "regex") {
       ++count;
@@ -193,7 +191,7 @@ Error apply_structured_output_field(const std::string& key, const Json& value, s
   StructuredOutput so;
   Error e;
   if (key == "guided_json" || key == "json_schema") {
-    e = read_schema(value, key, {key}, so);
+    e = read_schema(value, key, so);
     so.spec.strict = true;
   } else if (key == "guided_regex") {
     e = read_string_constraint(value, key, Kind::regex, so);
@@ -205,20 +203,6 @@ Error apply_structured_output_field(const std::string& key, const Json& value, s
   if (e) return e;
   out = std::move(so);
   return std::nullopt;
-}
-
-void read_schema_in_order(std::string_view body, StructuredOutput& out) {
-  if (out.spec.kind != Kind::json_schema || out.schema_path.empty()) return;
-  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (ordered.is_discarded()) return;
-  const nlohmann::ordered_json* node = &ordered;
-  for (const std::string& key : out.schema_path) {
-    if (!node->is_object()) return;
-    auto it = node->find(key);
-    if (it == node->end()) return;
-    node = &*it;
-  }
-  out.spec.text = node->dump();
 }
 
 }  // namespace sluice::proto

@@ -21,10 +21,6 @@ namespace sluice::proto {
 struct StructuredOutput {
   grammar::GrammarSpec spec;
   std::string param;  // the field it came from, for errors ("response_format", "guided_regex", ...)
-  // Where the schema sits in the body ({"response_format", "json_schema", "schema"}):
-  // the parsers re-read it from the body text so that its key order (the order of the
-  // output's properties) survives; the DOM sorts keys.
-  std::vector<std::string> schema_path;
 };
 
 // Applies one body key if it is a structured-output field; sets `handled` when it
@@ -33,9 +29,5 @@ struct StructuredOutput {
 fields::Error apply_structured_output_field(const std::string& key, const fields::Json& value,
                                             std::optional<StructuredOutput>& out, bool& handled,
                                             const fields::FieldPolicy& policy);
-
-// Fills spec.text of a json_schema constraint from the body text, keys in the order
-// the client wrote them (see schema_path). Called once the body parsed as a whole.
-void read_schema_in_order(std::string_view body, StructuredOutput& out);
 
 }  // namespace sluice::proto

@@ -33,7 +33,7 @@ chat::Value to_value(const Json& v) {
 chat::Value template_value(const nlohmann::json& value) { return to_value(value); }
 chat::Value template_value(const nlohmann::ordered_json& value) { return to_value(value); }
 
-void add_template_variables(const nlohmann::json& kwargs, chat::RenderOptions& options) {
+void add_template_variables(const nlohmann::ordered_json& kwargs, chat::RenderOptions& options) {
   for (const auto& [key, value] : kwargs.items()) {
     std::erase_if(options.variables, [&](const auto& entry) { return entry.first == key; });
     options.variables.emplace_back(key, template_value(value));

@@ -9,7 +9,7 @@ namespace sluice::proto {
 
 // Sets every key of `kwargs` (a JSON object) as a variable of `options`, replacing a
 // variable of the same name.
-void add_template_variables(const nlohmann::json& kwargs, chat::RenderOptions& options);
+void add_template_variables(const nlohmann::ordered_json& kwargs, chat::RenderOptions& options);
 
 // A JSON value as the template sees it (objects keep their order when ordered).
 chat::Value template_value(const nlohmann::json& value);

@@ -28,7 +28,7 @@ struct TokenizeRequest {
   bool add_special_tokens = true;     // default: true for prompt, false for messages (vLLM)
   bool add_generation_prompt = true;  // messages only; default: unless continuing
   bool continue_final_message = false;  // messages only: as in chat
-  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  Json chat_template_kwargs = Json::object();
   bool return_token_strs = false;
   std::vector<std::string> ignored_fields;  // unknown keys when not strict (for a debug log)
 

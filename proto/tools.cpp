@@ -115,6 +115,7 @@ Error read_tool_list(const Json& v, const ToolForm& form, std::vector<ChatTool>&
     Error e = form.legacy ? read_function(v[i], tool.param, /*allow_strict=*/false, tool, policy)
                           : read_tool(v[i], tool.param, tool, policy);
     if (e) return e;
+    tool.as_sent = form.legacy ? Json{{"type", "function"}, {"function", v[i]}} : v[i];
     auto [it, inserted] = first_use.emplace(tool.name, i);
     if (!inserted) {
       std::string param = tool.param + form.name_suffix;

@@ -15,7 +15,7 @@ using Mode = proto::ToolChoice::Mode;
 std::string tool_line(const proto::ChatTool& tool, const std::string& parameters) {
   std::string line = "{\"name\":" + Json(tool.name).dump();
   if (tool.description && !tool.description->empty()) line += ",\"description\":" + Json(*tool.description).dump();
-  if (!parameters.empty()) line += ",\"parameters\":" + parameters;  // compact already (read_tools_in_order)
+  if (!parameters.empty()) line += ",\"parameters\":" + parameters;  // compact already (proto::tools_in_order)
   return line + "}";
 }
 

@@ -4,18 +4,13 @@
 #include <exception>
 
 #include "server/api/response_budget.h"
+#include "server/http/api_error.h"
 #include "server/api/submit_error.h"
 #include "server/http/chunked_writer.h"
 #include "server/http/client_identity.h"
 #include "server/http/stream_watch.h"
 
 namespace sluice::server {
-
-void set_error(Response& response, const proto::ApiError& error) {
-  response.result(static_cast<unsigned>(error.status));
-  response.set(http::field::content_type, "application/json");
-  response.body() = proto::error_body(error);
-}
 
 TokenPiece token_piece(const ModelService& model) {
   return [&tok = model.tokenizer()](int32_t token) { return tok.token_to_piece(token); };
@@ -87,15 +82,15 @@ asio::awaitable<void> answer_whole(Exchange& ex, GenerationJob& job, ModelServic
   }
   if (watch.is_client_gone()) {
     cancel_all(job, model);
-    set_error(ex.response, {499, "The client closed the request.", "invalid_request_error", "", "client_closed"});
+    set_error(ex, {499, "The client closed the request.", "invalid_request_error", "", "client_closed"});
     co_return;
   }
   if (job.has_failed()) {
-    set_error(ex.response, job.failure_error(ex.request_id));
+    set_error(ex, job.failure_error(ex.request_id));
     co_return;
   }
   if (job.is_timed_out_empty()) {
-    set_timeout_error(ex.response, job.is_queue_timeout());
+    set_timeout_error(ex, job.is_queue_timeout());
     co_return;
   }
   ex.response.result(http::status::ok);
@@ -129,57 +124,17 @@ asio::awaitable<void> answer_stream(Exchange& ex, GenerationJob& job, ModelServi
   if (sent) co_await writer.end();
 }
 
-// The request's output constraint compiled on the tokenizer pool (a large schema on a
-// large vocabulary can take a while the first time; the model's cache keeps it).
-// Unenforced keywords (json_schema with strict false) are named in a response
-// header. On a refusal the response is set and nothing is returned.
-asio::awaitable<std::optional<std::shared_ptr<grammar::CompiledGrammar>>> compile_constraint(
-    Exchange& ex, ModelService& model, const proto::GenerationOptions& options, PrepPool& prep) {
-  using Compiled = std::variant<grammar::CompiledSpec, proto::ApiError>;
-  if (!options.structured_output) co_return std::shared_ptr<grammar::CompiledGrammar>();
-  const proto::StructuredOutput& constraint = *options.structured_output;
-  auto compiled = co_await prep.run([&]() -> Compiled {
-    try {
-      return model.compile_structured_output(constraint.spec);
-    } catch (const grammar::GrammarError& e) {
-      return proto::invalid_request("Invalid '" + constraint.param + "': " + e.what(), constraint.param);
-    }
-  });
-  if (!compiled) {
-    set_error(ex.response, prep_pool_full(prep));
-    co_return std::nullopt;
-  }
-  if (auto* error = std::get_if<proto::ApiError>(&*compiled)) {
-    set_error(ex.response, *error);
-    co_return std::nullopt;
-  }
-  grammar::CompiledSpec& spec = std::get<grammar::CompiledSpec>(*compiled);
-  if (!spec.unenforced.empty()) {
-    std::string names;
-    for (const std::string& item : spec.unenforced) names += (names.empty() ? "" : "; ") + item;
-    ex.response.set("x-sluice-unenforced-constraints", names);
-  }
-  co_return std::move(spec.grammar);
-}
-
 }  // namespace
 
 asio::awaitable<void> generate(Exchange& ex, ModelService& model, GenerationJob& job,
                                const proto::GenerationOptions& options, std::vector<PreparedPrompt> prompts,
-                               const ResponseShape& shape, const config::Config& config, PrepPool& prep,
-                               const ToolConstraint* tools) {
+                               const ResponseShape& shape, const config::Config& config,
+                               const OutputConstraint& constraint) {
   const uint64_t client_id = client_identity(ex.request, config);
-  std::optional<std::shared_ptr<grammar::CompiledGrammar>> grammar;
-  std::optional<engine::GrammarTrigger> trigger;
-  if (tools != nullptr && tools->grammar) {
-    grammar = tools->grammar;
-    trigger = tools->trigger;
-  } else {
-    grammar = co_await compile_constraint(ex, model, options, prep);
-    if (!grammar) co_return;
-  }
-  if (auto error = submit(job, model, options, std::move(prompts), shape, client_id, config, *grammar, trigger)) {
-    set_error(ex.response, *error);
+  name_unenforced(ex, constraint);
+  if (auto error = submit(job, model, options, std::move(prompts), shape, client_id, config, constraint.grammar,
+                              constraint.trigger)) {
+    set_error(ex, *error);
     co_return;
   }
   StreamWatch watch(co_await asio::this_coro::executor, ex.connection);
@@ -197,34 +152,6 @@ asio::awaitable<void> generate(Exchange& ex, ModelService& model, GenerationJob&
   }
   co_await watch.finish();
   if (failure) std::rethrow_exception(failure);
-}
-
-// The model a request names, or the error: 400 for a speech model, 503 while models
-// are still loading, 404 once they are all in.
-ModelService* find_model(Exchange& ex, const ModelServices& services, const std::string& name) {
-  ModelService* model = services.find(name);
-  if (!model && services.find_speech(name)) {
-    set_error(ex.response, proto::invalid_request("The model '" + name + "' is a speech model: use /v1/audio/speech.",
-                                                  "model"));
-  } else if (!model) {
-    set_error(ex.response, services.all_loaded() ? proto::model_not_found(name)
-                                                 : proto::not_ready("Models are still loading"));
-  }
-  return model;
-}
-
-std::optional<proto::ApiError> check_timeout(const proto::GenerationOptions& options,
-                                             const config::Config& config) {
-  if (options.timeout_s && *options.timeout_s > config.max_request_timeout_s) {
-    return proto::invalid_request("'timeout' must be at most " +
-                                      nlohmann::json(config.max_request_timeout_s).dump() + " seconds.",
-                                  "timeout");
-  }
-  return std::nullopt;
-}
-
-proto::ParseOptions parse_options(const config::Config& config) {
-  return {.strict_fields = config.strict_request_fields, .allow_priority = config.allow_priority};
 }
 
 void log_ignored(const Exchange& ex, const proto::GenerationOptions& options) {

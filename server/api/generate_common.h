@@ -1,18 +1,16 @@
 #pragma once
-// What the generation routes share between parsing a request and writing its answer:
-// the model lookup, the body parsed on the tokenizer pool, and `generate` (submit the
-// prompts, then write what the GenerationJob makes of the engine's events, one JSON
-// body or an SSE stream, while watching the client). Used by the OpenAI routes
-// (routes_generate.cpp) and the Anthropic Messages route (routes_messages.cpp).
-// On a refusal each sets the response (an OpenAI error body) and returns nothing.
+// What the generation routes share once their prepare job (request_prep.h) is done:
+// `generate` submits the prompts, then writes what the GenerationJob makes of the
+// engine's events (one JSON body or an SSE stream) while watching the client. Used
+// by the OpenAI routes (routes_generate.cpp), the Anthropic Messages route
+// (routes_messages.cpp) and the Responses route (routes_responses.cpp); errors are
+// written in the route's dialect (Exchange::dialect).
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <variant>
 #include <vector>
 
 #include "config/config.h"
@@ -20,11 +18,10 @@
 #include "proto/errors.h"
 #include "proto/generation_options.h"
 #include "server/api/generation_job.h"
+#include "server/api/request_prep.h"
 #include "server/api/response_budget.h"
 #include "server/http/router.h"
 #include "server/services/model_service.h"
-#include "server/services/model_services.h"
-#include "server/services/prep_pool.h"
 
 namespace sluice::server {
 
@@ -34,53 +31,15 @@ struct PreparedPrompt {
   std::string echo;  // completions with echo: the prompt text
 };
 
-// A chat request's tool-call grammar, compiled before generation (see chat_tools.h).
-struct ToolConstraint {
-  std::shared_ptr<grammar::CompiledGrammar> grammar;
-  std::optional<engine::GrammarTrigger> trigger;  // tool_choice auto: where it starts
-};
-
-void set_error(Response& response, const proto::ApiError& error);
-
 TokenPiece token_piece(const ModelService& model);
 
-// Everything after parsing, shared by the APIs. `tools`: a chat request's tool-call
-// grammar, which replaces the request's own constraint (they never come together).
+// Everything after the prepare job, shared by the APIs: `constraint` is the output
+// constraint the job compiled (the request's, or a chat request's tool-call grammar).
 asio::awaitable<void> generate(Exchange& ex, ModelService& model, GenerationJob& job,
                                const proto::GenerationOptions& options, std::vector<PreparedPrompt> prompts,
-                               const ResponseShape& shape, const config::Config& config, PrepPool& prep,
-                               const ToolConstraint* tools = nullptr);
+                               const ResponseShape& shape, const config::Config& config,
+                               const OutputConstraint& constraint);
 
-// The model a request names, or the error: 400 for a speech model, 503 while models
-// are still loading, 404 once they are all in.
-ModelService* find_model(Exchange& ex, const ModelServices& services, const std::string& name);
-
-std::optional<proto::ApiError> check_timeout(const proto::GenerationOptions& options, const config::Config& config);
-proto::ParseOptions parse_options(const config::Config& config);
 void log_ignored(const Exchange& ex, const proto::GenerationOptions& options);
-
-// The body parsed by `parse` on the tokenizer pool (a body of megabytes costs
-// milliseconds: off the I/O thread too), its ignored fields logged and its timeout
-// checked. On a refusal the response is set and nothing is returned.
-template <class Request, class Parse>
-asio::awaitable<std::optional<Request>> parse_body(Exchange& ex, const config::Config& config, PrepPool& prep,
-                                                   Parse parse) {
-  auto parsed_or_busy = co_await prep.run([&] { return parse(ex.request.body(), parse_options(config)); });
-  if (!parsed_or_busy) {
-    set_error(ex.response, prep_pool_full(prep));
-    co_return std::nullopt;
-  }
-  if (auto* error = std::get_if<proto::ApiError>(&*parsed_or_busy)) {
-    set_error(ex.response, *error);
-    co_return std::nullopt;
-  }
-  Request request = std::get<Request>(std::move(*parsed_or_busy));
-  log_ignored(ex, request);
-  if (auto error = check_timeout(request, config)) {
-    set_error(ex.response, *error);
-    co_return std::nullopt;
-  }
-  co_return request;
-}
 
 }  // namespace sluice::server

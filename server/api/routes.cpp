@@ -5,6 +5,7 @@
 #include "proto/errors.h"
 #include "proto/models.h"
 #include "server/api/health.h"
+#include "server/http/api_error.h"
 
 namespace sluice::server {
 
@@ -13,14 +14,6 @@ void set_json(Response& response, http::status status, std::string body) {
   response.set(http::field::content_type, "application/json");
   response.body() = std::move(body);
 }
-
-namespace {
-
-void set_error(Response& response, const proto::ApiError& error) {
-  set_json(response, static_cast<http::status>(error.status), proto::error_body(error));
-}
-
-}  // namespace
 
 void add_routes(Router& router, const ServiceState& state, const MetricsExposition& metrics,
                 const ModelServices& services, double health_step_timeout_s) {
@@ -40,9 +33,9 @@ void add_routes(Router& router, const ServiceState& state, const MetricsExpositi
       http::verb::get, "/ready",
       [&state, &services](Exchange& ex) -> asio::awaitable<void> {
         if (state.draining.load()) {
-          set_error(ex.response, proto::not_ready("Shutting down"));
+          set_error(ex, proto::not_ready("Shutting down"));
         } else if (!state.ready.load()) {
-          set_error(ex.response, proto::not_ready("Models are still loading"));
+          set_error(ex, proto::not_ready("Models are still loading"));
         } else {
           nlohmann::json body = {{"status", "ready"}, {"models", nlohmann::json::array()}};
           for (const auto& model : services.list()) body["models"].push_back(model.id);
@@ -62,7 +55,7 @@ void add_routes(Router& router, const ServiceState& state, const MetricsExpositi
     if (auto model = services.info(id)) {
       set_json(ex.response, http::status::ok, proto::model_object(*model).dump());
     } else {
-      set_error(ex.response, proto::model_not_found(id));
+      set_error(ex, proto::model_not_found(id));
     }
     co_return;
   });

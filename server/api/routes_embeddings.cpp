@@ -18,30 +18,25 @@
 #include "server/http/client_identity.h"
 #include "server/http/stream_watch.h"
 #include "server/services/model_service.h"
+#include "server/http/api_error.h"
 
 namespace sluice::server {
 namespace {
-
-void set_error(Response& response, const proto::ApiError& error) {
-  response.result(static_cast<unsigned>(error.status));
-  response.set(http::field::content_type, "application/json");
-  response.body() = proto::error_body(error);
-}
 
 // The named text model, or the only one when none is named; null after setting the
 // error (a speech model: 400 naming `model`).
 ModelService* pick_model(Response& response, const ModelServices& services, const std::optional<std::string>& name) {
   if (!name) {
     ModelService* only = services.only();
-    if (!only) set_error(response, proto::invalid_request("'model' is required when several models are served.", "model"));
+    if (!only) set_api_error(response, proto::invalid_request("'model' is required when several models are served.", "model"));
     return only;
   }
   ModelService* model = services.find(*name);
   if (!model && services.find_speech(*name)) {
-    set_error(response, proto::invalid_request("The model '" + *name + "' is a speech model: it has no embeddings.",
+    set_api_error(response, proto::invalid_request("The model '" + *name + "' is a speech model: it has no embeddings.",
                                                "model"));
   } else if (!model) {
-    set_error(response, services.all_loaded() ? proto::model_not_found(*name)
+    set_api_error(response, services.all_loaded() ? proto::model_not_found(*name)
                                               : proto::not_ready("Models are still loading"));
   }
   return model;
@@ -125,15 +120,15 @@ asio::awaitable<void> handle_embeddings(Exchange& ex, const ModelServices& servi
                                         PrepPool& prep) {
   auto parsed_or_busy = co_await prep.run(
       [&] { return proto::parse_embeddings_request(ex.request.body(), config.strict_request_fields); });
-  if (!parsed_or_busy) co_return set_error(ex.response, prep_pool_full(prep));
-  if (auto* error = std::get_if<proto::ApiError>(&*parsed_or_busy)) co_return set_error(ex.response, *error);
+  if (!parsed_or_busy) co_return set_error(ex, prep_pool_full(prep));
+  if (auto* error = std::get_if<proto::ApiError>(&*parsed_or_busy)) co_return set_error(ex, *error);
   proto::EmbeddingsRequest request = std::get<proto::EmbeddingsRequest>(std::move(*parsed_or_busy));
   for (const std::string& field : request.ignored_fields)
     spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
   ModelService* model = pick_model(ex.response, services, request.model);
   if (!model) co_return;
   if (request.dimensions && *request.dimensions != model->embedding_width()) {
-    co_return set_error(ex.response, proto::invalid_request(
+    co_return set_error(ex, proto::invalid_request(
                                          "The model does not support 'dimensions': its embeddings have " +
                                              std::to_string(model->embedding_width()) + " dimensions.",
                                          "dimensions"));
@@ -143,12 +138,12 @@ asio::awaitable<void> handle_embeddings(Exchange& ex, const ModelServices& servi
     for (const std::string& text : request.texts) {
       if (auto error = text_too_long(model->max_model_len(), model->token_bound().min_tokens(text), text.size(),
                                      "input", /*reserve=*/0))
-        co_return set_error(ex.response, *error);
+        co_return set_error(ex, *error);
     }
   }
   auto tokenized = co_await prep.run([&] { return input_tokens(request, *model); });
-  if (!tokenized) co_return set_error(ex.response, prep_pool_full(prep));
-  if (auto* error = std::get_if<proto::ApiError>(&*tokenized)) co_return set_error(ex.response, *error);
+  if (!tokenized) co_return set_error(ex, prep_pool_full(prep));
+  if (auto* error = std::get_if<proto::ApiError>(&*tokenized)) co_return set_error(ex, *error);
   auto& inputs = std::get<std::vector<std::vector<int32_t>>>(*tokenized);
 
   const std::string id = "embd-" + proto::new_completion_id().substr(5);
@@ -175,13 +170,13 @@ asio::awaitable<void> handle_embeddings(Exchange& ex, const ModelServices& servi
   }
   std::vector<std::shared_ptr<engine::RequestStream>> streams;
   const engine::SubmitResult submitted = model->engine().submit_all(std::move(requests), streams);
-  if (!submitted.ok()) co_return set_error(ex.response, submit_error(submitted));
+  if (!submitted.ok()) co_return set_error(ex, submit_error(submitted));
   auto result = co_await collect(ex, *model, streams);
   if (auto* error = std::get_if<proto::ApiError>(&result)) {
     if (error->code == "timeout" || error->code == "queue_timeout") {
-      co_return set_timeout_error(ex.response, error->code == "queue_timeout");
+      co_return set_timeout_error(ex, error->code == "queue_timeout");
     }
-    co_return set_error(ex.response, *error);
+    co_return set_error(ex, *error);
   }
   ex.response.result(http::status::ok);
   ex.response.set(http::field::content_type, "application/json");

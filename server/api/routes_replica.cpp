@@ -9,13 +9,10 @@
 #include "server/api/replica_info.h"
 #include "server/api/routes.h"
 #include "server/services/model_service.h"
+#include "server/http/api_error.h"
 
 namespace sluice::server {
 namespace {
-
-void set_error(Response& response, const proto::ApiError& error) {
-  set_json(response, static_cast<http::status>(error.status), proto::error_body(error));
-}
 
 // A GET route open to probes and routers; `answer` builds its JSON body.
 template <class Answer>
@@ -35,7 +32,7 @@ const ReplicaModel* lead_model(Response& response, const std::vector<ReplicaMode
   for (const ReplicaModel& model : models)
     if (model.info.kind == "text") return &model;
   if (!models.empty()) return &models.front();
-  set_error(response, proto::not_ready("Models are still loading"));
+  set_api_error(response, proto::not_ready("Models are still loading"));
   return nullptr;
 }
 
@@ -70,7 +67,7 @@ asio::awaitable<void> flush_cache(Exchange& ex, const ModelServices& services, P
   for (ModelService* model : services.text_services())
     asked.emplace_back(model->id(), model->engine().flush_prefix_cache());
   auto flushed = co_await prep.run([&asked] { return collect(asked); });
-  if (!flushed) co_return set_error(ex.response, prep_pool_full(prep));
+  if (!flushed) co_return set_error(ex, prep_pool_full(prep));
   nlohmann::json body = {{"flushed_blocks", 0}, {"models", nlohmann::json::array()}};
   int64_t total = 0;
   std::string problems;

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -14,39 +15,52 @@
 #include "server/api/chat_prepare.h"
 #include "server/api/generate_common.h"
 #include "server/api/responses_format.h"
+#include "server/http/api_error.h"
 
 namespace sluice::server {
 namespace {
 
 using OJson = nlohmann::ordered_json;
 
-// A request parsed, its previous response's conversation found, and the chat
-// request it maps to.
-struct ParsedResponses {
+// What a Responses request's prepare job makes: the request parsed, its previous
+// response's conversation found, the chat request it maps to, its model and prompt.
+struct ResponsesJob {
   proto::ResponsesRequest request;
   OJson history = OJson::array();
-  proto::ResponsesChat chat;
+  proto::ChatRequest chat;
+  ModelService* model = nullptr;
+  PreparedChat prepared;
 };
 
-std::variant<ParsedResponses, proto::ApiError> parse(std::string_view body, const proto::ParseOptions& options,
-                                                     ResponseStore& store) {
+OrError<ResponsesJob> prepare_responses(std::string_view body, const ModelServices& services,
+                                        const config::Config& config, ResponseStore& store) {
+  const proto::ParseOptions options = parse_options(config);
   proto::ResponsesParse parsed = proto::parse_responses_request(body, options);
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) return *error;
-  ParsedResponses out;
-  out.request = std::get<proto::ResponsesRequest>(std::move(parsed));
-  if (const auto& id = out.request.previous_response_id) {
+  ResponsesJob job{.request = std::get<proto::ResponsesRequest>(std::move(parsed))};
+  if (const auto& id = job.request.previous_response_id) {
     std::shared_ptr<const StoredResponse> previous = store.get(*id);
     if (!previous) return proto::previous_response_not_found(*id);
-    out.history = OJson::parse(previous->conversation);
+    std::string error;
+    if (!proto::parse_json_document(previous->conversation, job.history, error)) {
+      throw std::runtime_error("stored conversation of " + *id + " does not parse: " + error);
+    }
   }
-  auto chat = proto::to_chat_request(out.request, out.history, options);
+  auto chat = proto::to_chat_request(job.request, job.history, options);
   if (auto* error = std::get_if<proto::ApiError>(&chat)) return *error;
-  out.chat = std::get<proto::ResponsesChat>(std::move(chat));
-  return out;
+  job.chat = std::get<proto::ChatRequest>(std::move(chat));
+  if (auto error = check_timeout(job.chat, config)) return *error;
+  auto model = text_model(services, job.chat.model);
+  if (auto* error = std::get_if<proto::ApiError>(&model)) return *error;
+  job.model = std::get<ModelService*>(model);
+  auto prepared = prepare_chat(*job.model, job.chat, config);
+  if (auto* error = std::get_if<proto::ApiError>(&prepared)) return proto::in_responses_terms(*error);
+  job.prepared = std::move(std::get<PreparedChat>(prepared));
+  return job;
 }
 
 // Kept for previous_response_id: the conversation it continued, its input and its output.
-void keep(ResponseStore& store, const ParsedResponses& parsed, const ResponsesFormat& format) {
+void keep(ResponseStore& store, const ResponsesJob& parsed, const ResponsesFormat& format) {
   OJson conversation = parsed.history;
   for (const OJson& message : parsed.request.input_messages) conversation.push_back(message);
   for (const OJson& message : format.output_messages()) conversation.push_back(message);
@@ -56,37 +70,20 @@ void keep(ResponseStore& store, const ParsedResponses& parsed, const ResponsesFo
 
 asio::awaitable<void> handle_create(Exchange& ex, const ModelServices& services, const config::Config& config,
                                     PrepPool& prep, ResponseStore& store) {
-  auto parsed_or_busy = co_await prep.run([&] { return parse(ex.request.body(), parse_options(config), store); });
-  if (!parsed_or_busy) {
-    set_error(ex.response, prep_pool_full(prep));
-    co_return;
-  }
-  if (auto* error = std::get_if<proto::ApiError>(&*parsed_or_busy)) {
-    set_error(ex.response, *error);
-    co_return;
-  }
-  ParsedResponses& parsed = std::get<ParsedResponses>(*parsed_or_busy);
-  proto::ChatRequest& request = parsed.chat.request;
+  auto prepared = co_await run_prepare_job(
+      prep, [&] { return prepare_responses(ex.request.body(), services, config, store); });
+  if (auto* error = std::get_if<proto::ApiError>(&prepared)) co_return set_error(ex, *error);
+  ResponsesJob& parsed = std::get<ResponsesJob>(prepared);
+  proto::ChatRequest& request = parsed.chat;
   log_ignored(ex, request);
-  ModelService* model = find_model(ex, services, request.model);
-  if (!model) co_return;
-  if (!model->has_chat_template()) {
-    set_error(ex.response, proto::invalid_request("The model '" + request.model +
-                                                      "' has no chat template; use /v1/completions.",
-                                                  "model"));
-    co_return;
-  }
-  auto prepared = co_await prepare_chat(ex, *model, request, parsed.chat.body, config, prep,
-                                         /*compile_tools=*/true, proto::in_responses_terms);
-  if (!prepared) co_return;
   std::vector<PreparedPrompt> prompts(1);
-  prompts[0].tokens = std::move(prepared->tokens);
+  prompts[0].tokens = std::move(parsed.prepared.tokens);
   JobSettings settings{.header = {new_response_id(), proto::unix_now(), request.model}};
-  auto format = std::make_unique<ResponsesFormat>(prepared->plan.output, parsed.request.echo, request.stream);
+  auto format = std::make_unique<ResponsesFormat>(parsed.prepared.plan.output, parsed.request.echo, request.stream);
   const ResponsesFormat& responses = *format;
-  GenerationJob job(std::move(settings), std::move(format), token_piece(*model));
+  GenerationJob job(std::move(settings), std::move(format), token_piece(*parsed.model));
   const ResponseShape shape{.chat = true, .streaming = request.stream, .want_logprobs = false, .num_returned = 1};
-  co_await generate(ex, *model, job, request, std::move(prompts), shape, config, prep, &prepared->tools);
+  co_await generate(ex, *parsed.model, job, request, std::move(prompts), shape, config, parsed.prepared.constraint);
   if (parsed.request.store && responses.is_finished()) keep(store, parsed, responses);
 }
 
@@ -110,7 +107,7 @@ void add_responses_routes(Router& router, const ModelServices& services, const c
       ex.response.set(http::field::content_type, "application/json");
       ex.response.body() = stored->body;
     } else {
-      set_error(ex.response, proto::response_not_found(id));
+      set_error(ex, proto::response_not_found(id));
     }
     co_return;
   });
@@ -121,7 +118,7 @@ void add_responses_routes(Router& router, const ModelServices& services, const c
       ex.response.set(http::field::content_type, "application/json");
       ex.response.body() = OJson{{"id", id}, {"object", "response"}, {"deleted", true}}.dump();
     } else {
-      set_error(ex.response, proto::response_not_found(id));
+      set_error(ex, proto::response_not_found(id));
     }
     co_return;
   });

@@ -33,6 +33,7 @@
 #include "server/services/speech_service.h"
 #include "server/http/stream_watch.h"
 #include "server/api/submit_error.h"
+#include "server/http/api_error.h"
 
 namespace sluice::server {
 namespace {
@@ -46,12 +47,6 @@ struct SpeechJob {
   std::optional<engine::ChoiceFinish> finish;
   int64_t num_frames = 0;
 };
-
-void set_error(Response& response, const proto::ApiError& error) {
-  response.result(static_cast<unsigned>(error.status));
-  response.set(http::field::content_type, "application/json");
-  response.body() = proto::error_body(error);
-}
 
 std::string base64(std::string_view bytes) {
   namespace b64 = boost::beast::detail::base64;
@@ -116,7 +111,7 @@ asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& wa
     body += co_await next_bytes(job, watch);
     if (body.size() > max_bytes) {
       // Held in memory until the end: past the limit, the rest must be streamed.
-      set_error(ex.response, whole_speech_overflow(max_bytes));
+      set_error(ex, whole_speech_overflow(max_bytes));
       co_return;  // the caller cancels the request
     }
   }
@@ -127,13 +122,13 @@ asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& wa
   // A whole response is all or nothing: a deadline that cut the speech short is an
   // error, not a shorter file that would pass for the answer.
   if (!is_complete(*job.finish)) {
-    set_error(ex.response, failure_of(job, ex.request_id));
+    set_error(ex, failure_of(job, ex.request_id));
     if (job.finish->reason == engine::FinishReason::timeout) ex.response.set("x-should-retry", "false");
     co_return;
   }
   body += job.audio->finish();
   if (body.size() > max_bytes) {
-    set_error(ex.response, whole_speech_overflow(max_bytes));
+    set_error(ex, whole_speech_overflow(max_bytes));
     co_return;
   }
   ex.response.result(http::status::ok);
@@ -172,7 +167,7 @@ asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& w
   }
   if (job.finish && !is_complete(*job.finish) && job.num_frames == 0) {
     // Nothing made, nothing sent yet: a plain error status.
-    set_error(ex.response, failure_of(job, ex.request_id));
+    set_error(ex, failure_of(job, ex.request_id));
     if (job.finish->reason == engine::FinishReason::timeout) ex.response.set("x-should-retry", "false");
     co_return;
   }
@@ -241,7 +236,7 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
   auto parsed = proto::parse_speech_request(
       ex.request.body(), {.strict_fields = config.strict_request_fields, .allow_priority = false});
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
-    set_error(ex.response, *error);
+    set_error(ex, *error);
     co_return;
   }
   SpeechJob job;
@@ -256,7 +251,7 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
   // A Base model's voice is the reference (apply_voice_reference below), not a speaker.
   std::optional<std::string> speaker = job.service->clones_voices() ? std::string() : voices.resolve(request.voice);
   if (!speaker) {
-    set_error(ex.response,
+    set_error(ex,
               proto::invalid_request("The voice '" + request.voice + "' is not available for model '" + request.model +
                                          "'. Voices: " + join(voices.names()) + " (see GET /v1/audio/voices).",
                                      "voice"));
@@ -269,13 +264,13 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
                                    .speed = request.speed,
                                    .delivery = streaming ? AudioDelivery::stream : AudioDelivery::whole};
   if (auto error = SpeechAudio::options_error(audio_options)) {
-    set_error(ex.response, *error);
+    set_error(ex, *error);
     co_return;
   }
   if (!streaming) {
     if (auto error = whole_speech_too_long(request, job.service->sample_rate(), job.service->samples_per_frame(),
                                            config.max_speech_body_bytes)) {
-      set_error(ex.response, *error);
+      set_error(ex, *error);
       co_return;
     }
   }
@@ -289,12 +284,12 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
   engine::tts::SpeechRequest engine_req = engine_request(request, *speaker, config);
   // Last: a clone's reference costs the most to compute, after every cheap refusal.
   if (auto error = co_await apply_voice_reference(request, *job.service, engine_req.tts.prompt)) {
-    set_error(ex.response, *error);
+    set_error(ex, *error);
     co_return;
   }
   engine::SubmitResult submitted = job.service->engine().submit(std::move(engine_req));
   if (!submitted.ok()) {
-    set_error(ex.response, submit_error(submitted));
+    set_error(ex, submit_error(submitted));
     co_return;
   }
   job.stream = std::move(submitted.stream);
@@ -323,11 +318,11 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
 SpeechService* find_speech_model(Response& response, const ModelServices& services, const std::string& name) {
   if (SpeechService* service = services.find_speech(name)) return service;
   if (services.find(name)) {
-    set_error(response, proto::invalid_request("The model '" + name +
+    set_api_error(response, proto::invalid_request("The model '" + name +
                                                    "' is a text model: /v1/audio/speech needs a speech model.",
                                                "model"));
   } else {
-    set_error(response, services.all_loaded() ? proto::model_not_found(name)
+    set_api_error(response, services.all_loaded() ? proto::model_not_found(name)
                                               : proto::not_ready("Models are still loading"));
   }
   return nullptr;

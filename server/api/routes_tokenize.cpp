@@ -14,15 +14,10 @@
 #include "proto/tokenize.h"
 #include "server/api/routes_generate.h"
 #include "server/api/text_fit.h"
+#include "server/http/api_error.h"
 
 namespace sluice::server {
 namespace {
-
-void set_error(Response& response, const proto::ApiError& error) {
-  response.result(static_cast<unsigned>(error.status));
-  response.set(http::field::content_type, "application/json");
-  response.body() = proto::error_body(error);
-}
 
 proto::ParseOptions parse_options_of(const config::Config& config) {
   return {.strict_fields = config.strict_request_fields};
@@ -45,12 +40,12 @@ ModelService* pick_model(Response& response, const ModelServices& services,
                          const std::optional<std::string>& name) {
   if (name) {
     ModelService* model = services.find(*name);
-    if (!model) set_error(response, proto::model_not_found(*name));
+    if (!model) set_api_error(response, proto::model_not_found(*name));
     return model;
   }
   ModelService* model = services.only();
   if (!model) {
-    set_error(response, proto::invalid_request("'model' is required when several models are served.", "model"));
+    set_api_error(response, proto::invalid_request("'model' is required when several models are served.", "model"));
   }
   return model;
 }
@@ -61,15 +56,15 @@ asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, cons
                                PrepPool& prep) {
   auto parsed_or_busy =
       co_await prep.run([&] { return proto::parse_tokenize_request(ex.request.body(), parse_options_of(config)); });
-  if (!parsed_or_busy) co_return set_error(ex.response, prep_pool_full(prep));
+  if (!parsed_or_busy) co_return set_error(ex, prep_pool_full(prep));
   auto& parsed = *parsed_or_busy;
-  if (auto* error = std::get_if<proto::ApiError>(&parsed)) co_return set_error(ex.response, *error);
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) co_return set_error(ex, *error);
   auto& request = std::get<proto::TokenizeRequest>(parsed);
   log_ignored_fields(ex, request.ignored_fields);
   ModelService* model = pick_model(ex.response, services, request.model);
   if (!model) co_return;
   if (request.is_chat() && !model->has_chat_template()) {
-    co_return set_error(ex.response, proto::invalid_request("The model has no chat template.", "messages"));
+    co_return set_error(ex, proto::invalid_request("The model has no chat template.", "messages"));
   }
   const int64_t max_model_len = model->max_model_len();
   const std::string param = request.is_chat() ? "messages" : "prompt";
@@ -83,7 +78,7 @@ asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, cons
     min_tokens = model->token_bound().min_tokens(*request.prompt);
   }
   if (auto error = text_too_long(max_model_len, min_tokens, num_bytes, param, /*reserve=*/0)) {
-    co_return set_error(ex.response, *error);
+    co_return set_error(ex, *error);
   }
   const tokenizer::Tokenizer& tok = model->tokenizer();
   std::optional<std::optional<std::vector<int32_t>>> tokens;  // empty: the pool was full
@@ -98,12 +93,12 @@ asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, cons
       return std::optional(tok.encode(*text, request.add_special_tokens, /*parse_special=*/true));
     });
   } catch (const chat::TemplateError& e) {
-    co_return set_error(ex.response, proto::invalid_request(
+    co_return set_error(ex, proto::invalid_request(
                                          std::string("The chat template rejected the messages: ") + e.what(),
                                          "messages"));
   }
-  if (!tokens) co_return set_error(ex.response, prep_pool_full(prep));
-  if (!*tokens) co_return set_error(ex.response, proto::final_message_not_continuable());
+  if (!tokens) co_return set_error(ex, prep_pool_full(prep));
+  if (!*tokens) co_return set_error(ex, proto::final_message_not_continuable());
   std::vector<std::string> strs;
   if (request.return_token_strs) {
     for (int32_t id : **tokens) strs.push_back(tok.token_text(id));
@@ -114,7 +109,7 @@ asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, cons
 
 void detokenize(Exchange& ex, const ModelServices& services, const config::Config& config) {
   auto parsed = proto::parse_detokenize_request(ex.request.body(), parse_options_of(config));
-  if (auto* error = std::get_if<proto::ApiError>(&parsed)) return set_error(ex.response, *error);
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) return set_error(ex, *error);
   auto& request = std::get<proto::DetokenizeRequest>(parsed);
   log_ignored_fields(ex, request.ignored_fields);
   ModelService* model = pick_model(ex.response, services, request.model);
@@ -123,7 +118,7 @@ void detokenize(Exchange& ex, const ModelServices& services, const config::Confi
   for (size_t i = 0; i < request.tokens.size(); ++i) {
     const int32_t id = request.tokens[i];
     if (id < 0 || id >= tok.vocab_size()) {
-      return set_error(ex.response, proto::invalid_request("Token id " + std::to_string(id) +
+      return set_error(ex, proto::invalid_request("Token id " + std::to_string(id) +
                                                                " is outside the vocabulary.",
                                                            "tokens"));
     }

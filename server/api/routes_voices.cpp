@@ -15,17 +15,12 @@
 #include "server/api/speech_clone.h"
 #include "server/http/multipart.h"
 #include "server/services/speech_service.h"
+#include "server/http/api_error.h"
 
 namespace sluice::server {
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
-
-void set_error(Response& response, const proto::ApiError& error) {
-  response.result(static_cast<unsigned>(error.status));
-  response.set(http::field::content_type, "application/json");
-  response.body() = proto::error_body(error);
-}
 
 void set_ok(Response& response, const ordered_json& body) {
   response.result(http::status::ok);
@@ -75,7 +70,7 @@ void handle_list(Exchange& ex, const ModelServices& services) {
     chosen.push_back(service);
   } else if (!services.all_loaded()) {
     // The list would lack the models still loading: say so, as the model routes do.
-    set_error(ex.response, proto::not_ready("Models are still loading"));
+    set_error(ex, proto::not_ready("Models are still loading"));
     return;
   } else {
     chosen = services.speech_services();
@@ -123,7 +118,7 @@ SpeechService* cloning_model(Response& response, const ModelServices& services, 
   if (name && !name->empty()) {
     SpeechService* service = find_speech_model(response, services, *name);
     if (service && !service->clones_voices()) {
-      set_error(response, proto::invalid_request("The model '" + *name + "' is a " +
+      set_api_error(response, proto::invalid_request("The model '" + *name + "' is a " +
                                                      std::string(engine::tts::tts_kind_name(service->tts_config().kind)) +
                                                      " checkpoint: only Base checkpoints take uploaded voices.",
                                                  "model"));
@@ -132,7 +127,7 @@ SpeechService* cloning_model(Response& response, const ModelServices& services, 
     return service;
   }
   if (!services.all_loaded()) {
-    set_error(response, proto::not_ready("Models are still loading"));
+    set_api_error(response, proto::not_ready("Models are still loading"));
     return nullptr;
   }
   std::vector<SpeechService*> base;
@@ -140,10 +135,10 @@ SpeechService* cloning_model(Response& response, const ModelServices& services, 
     if (service->clones_voices() && (voice.empty() || service->voice_store()->find(voice))) base.push_back(service);
   if (base.size() == 1) return base.front();
   if (base.empty() && !voice.empty()) {
-    set_error(response, {404, "The voice '" + voice + "' does not exist", "invalid_request_error", "name",
+    set_api_error(response, {404, "The voice '" + voice + "' does not exist", "invalid_request_error", "name",
                          "voice_not_found"});
   } else {
-    set_error(response,
+    set_api_error(response,
               proto::invalid_request(base.empty() ? "No Base (voice-cloning) model is served: only Base checkpoints "
                                                     "take uploaded voices."
                                                   : "Several Base models are served: name one in 'model'.",
@@ -213,19 +208,19 @@ proto::ApiError voices_full(const VoiceStore& store) {
 asio::awaitable<void> handle_upload(Exchange& ex, const ModelServices& services) {
   const std::optional<std::string> boundary = multipart_boundary(ex.request[http::field::content_type]);
   if (!boundary) {
-    set_error(ex.response, proto::invalid_request("POST /v1/audio/voices takes a multipart/form-data body with a "
+    set_error(ex, proto::invalid_request("POST /v1/audio/voices takes a multipart/form-data body with a "
                                                   "boundary (file 'audio_sample', fields 'name', 'consent')."));
     co_return;
   }
   auto parsed = parse_multipart(ex.request.body(), *boundary);
   if (auto* error = std::get_if<std::string>(&parsed)) {
-    set_error(ex.response, proto::invalid_request("The multipart body is malformed: " + *error + "."));
+    set_error(ex, proto::invalid_request("The multipart body is malformed: " + *error + "."));
     co_return;
   }
   const auto& parts = std::get<std::vector<MultipartPart>>(parsed);
   auto form_or_error = read_form(parts);
   if (auto* error = std::get_if<proto::ApiError>(&form_or_error)) {
-    set_error(ex.response, *error);
+    set_error(ex, *error);
     co_return;
   }
   const UploadForm& form = std::get<UploadForm>(form_or_error);
@@ -234,17 +229,17 @@ asio::awaitable<void> handle_upload(Exchange& ex, const ModelServices& services)
   VoiceStore& store = *service->voice_store();
   // Cheap refusals before the clip is encoded; add() decides for good.
   if (store.find(*form.name)) {
-    set_error(ex.response, voice_exists(*form.name));
+    set_error(ex, voice_exists(*form.name));
     co_return;
   }
   if (store.list().size() >= store.max_voices()) {
-    set_error(ex.response, voices_full(store));
+    set_error(ex, voices_full(store));
     co_return;
   }
   const bool icl = !form.x_vector_only && form.ref_text && !form.ref_text->empty();
   auto computed = co_await compute_voice_reference(*service, form.audio->data, icl, "audio_sample");
   if (auto* error = std::get_if<proto::ApiError>(&computed)) {
-    set_error(ex.response, *error);
+    set_error(ex, *error);
     co_return;
   }
   VoiceReference& reference = std::get<VoiceReference>(computed);
@@ -264,16 +259,16 @@ asio::awaitable<void> handle_upload(Exchange& ex, const ModelServices& services)
   // The voice file is written on the cloning thread: disk I/O stays off this one.
   auto added = co_await service->clone_pool()->run([&] { return store.add(std::move(voice)); });
   if (!added) {
-    set_error(ex.response, {429, "The server is busy encoding voices; retry shortly.", "rate_limit_error", "",
+    set_error(ex, {429, "The server is busy encoding voices; retry shortly.", "rate_limit_error", "",
                             "voice_cloning_busy"});
     co_return;
   }
   if (*added == VoiceStore::AddResult::duplicate) {
-    set_error(ex.response, voice_exists(*form.name));
+    set_error(ex, voice_exists(*form.name));
     co_return;
   }
   if (*added == VoiceStore::AddResult::full) {
-    set_error(ex.response, voices_full(store));
+    set_error(ex, voices_full(store));
     co_return;
   }
   spdlog::info("model {}: voice '{}' uploaded ({} mode, {} bytes)", service->id(), shown["name"].get<std::string>(),
@@ -287,7 +282,7 @@ void handle_delete(Exchange& ex, const ModelServices& services) {
   SpeechService* service = cloning_model(ex.response, services, query_value(ex.request.target(), "model"), name);
   if (!service) return;
   if (!service->voice_store()->remove(name)) {
-    set_error(ex.response, {404, "The voice '" + name + "' does not exist", "invalid_request_error", "name",
+    set_error(ex, {404, "The voice '" + name + "' does not exist", "invalid_request_error", "name",
                             "voice_not_found"});
     return;
   }

@@ -6,6 +6,7 @@
 
 #include "engine/engine.h"
 #include "proto/errors.h"
+#include "server/http/api_error.h"
 #include "server/http/http.h"
 
 namespace sluice::server {
@@ -38,13 +39,10 @@ inline proto::ApiError submit_error(const engine::SubmitResult& result) {
 // admitted within the queue timeout met a queue held by others, so the client is
 // told to come back (503 with Retry-After and x-should-retry, which the OpenAI
 // clients follow).
-inline void set_timeout_error(Response& response, bool in_queue) {
-  const proto::ApiError error = in_queue ? proto::queue_timeout() : proto::request_timeout();
-  response.result(static_cast<unsigned>(error.status));
-  response.set(http::field::content_type, "application/json");
-  response.body() = proto::error_body(error);
-  response.set("x-should-retry", in_queue ? "true" : "false");
-  if (in_queue) response.set(http::field::retry_after, "1");
+inline void set_timeout_error(Exchange& ex, bool in_queue) {
+  set_error(ex, in_queue ? proto::queue_timeout() : proto::request_timeout());
+  ex.response.set("x-should-retry", in_queue ? "true" : "false");
+  if (in_queue) ex.response.set(http::field::retry_after, "1");
 }
 
 }  // namespace sluice::server

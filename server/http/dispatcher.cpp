@@ -4,26 +4,14 @@
 
 #include <exception>
 
-#include "proto/anthropic_messages.h"
 #include "proto/errors.h"
+#include "server/http/api_error.h"
 
 namespace sluice::server {
 namespace {
 
 // A queue drains in well under a second at typical decode rates.
 constexpr std::string_view kRetryAfterSeconds = "1";
-
-// The Anthropic Messages API's clients read its own error shape, refusals before
-// the route included.
-bool is_messages_api(std::string_view target) {
-  const std::string_view path = target.substr(0, target.find('?'));
-  return path == "/v1/messages" || path.starts_with("/v1/messages/");
-}
-
-void set_api_error(Response& response, const proto::ApiError& error, std::string_view target = {}) {
-  set_error_response(response, error.status,
-                     is_messages_api(target) ? proto::anthropic_error_body(error) : proto::error_body(error));
-}
 
 }  // namespace
 
@@ -65,7 +53,7 @@ asio::awaitable<Dispatched> Dispatcher::dispatch(const Request& request,
   bool is_public = match.route && match.route->is_public;
   if (!is_public && !auth_.allows(request)) {
     // Unknown paths ask for a key too, so they reveal nothing about the routes.
-    set_api_error(out.response, proto::unauthorized(), request.target());
+    set_api_error(out.response, proto::unauthorized(), match.dialect);
     out.response.set(http::field::www_authenticate, "Bearer");
   } else if (match.kind == RouteMatch::Kind::not_found) {
     set_api_error(out.response, proto::not_found_route(std::string(request.method_string()),
@@ -73,11 +61,12 @@ asio::awaitable<Dispatched> Dispatcher::dispatch(const Request& request,
   } else if (match.kind == RouteMatch::Kind::method_not_allowed) {
     std::string path(request.target().substr(0, request.target().find('?')));
     set_api_error(out.response, proto::method_not_allowed(std::string(request.method_string()), path),
-                  request.target());
+                  match.dialect);
     out.response.set(http::field::allow, match.allow);
   } else {
     out.route = Router::metrics_label(match);
     Exchange exchange{request, request_id, std::move(match.params), {}, connection, {}};
+    exchange.dialect = match.dialect;
     exchange.response.version(request.version());
     exchange.decorate = [this, &request, &request_id](Response& response) {
       decorate(request, request_id, response);
@@ -113,7 +102,7 @@ asio::awaitable<Dispatched> Dispatcher::dispatch(const Request& request,
       }
       out.response = Response{};
       out.response.version(request.version());
-      set_api_error(out.response, proto::internal_error(request_id));
+      set_api_error(out.response, proto::internal_error(request_id), match.dialect);
     }
   }
   decorate(request, request_id, out.response);

@@ -56,8 +56,8 @@ std::string_view Exchange::param(std::string_view name) const {
   return {};
 }
 
-void Router::add(http::verb method, std::string pattern, Handler handler, bool is_public) {
-  routes_.push_back(Route{method, std::move(pattern), is_public, std::move(handler)});
+void Router::add(http::verb method, std::string pattern, Handler handler, bool is_public, ErrorDialect dialect) {
+  routes_.push_back(Route{method, std::move(pattern), is_public, std::move(handler), dialect});
 }
 
 RouteMatch Router::match(http::verb method, std::string_view target) const {
@@ -69,13 +69,14 @@ RouteMatch Router::match(http::verb method, std::string_view target) const {
   for (const auto& route : routes_) {
     std::vector<std::pair<std::string, std::string>> params;
     if (!match_pattern(route.pattern, path, params)) continue;
+    result.dialect = route.dialect;
     // HEAD is GET without the body (RFC 9110 9.3.2), so every GET route answers it.
     bool answers = route.method == method ||
                    (method == http::verb::head && route.method == http::verb::get);
     if (answers) {
       for (auto& [name, value] : params) {
         std::string decoded;
-        if (!percent_decode(value, decoded)) return RouteMatch{};  // malformed: 404
+        if (!percent_decode(value, decoded)) return RouteMatch{};  // malformed: 404 (an OpenAI error)
         value = std::move(decoded);
       }
       result.kind = RouteMatch::Kind::found;

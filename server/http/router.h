@@ -26,6 +26,9 @@ struct ClientLink {
 };
 
 // One request and its response as a route handler sees them.
+// The error shape of a route's API (api_error.h).
+enum class ErrorDialect { openai, anthropic };
+
 struct Exchange {
   const Request& request;
   std::string request_id;
@@ -42,6 +45,7 @@ struct Exchange {
   bool response_sent = false;
   bool keep_alive_after = false;  // the written response ended cleanly and allows reuse
   uint64_t bytes_sent = 0;
+  ErrorDialect dialect = ErrorDialect::openai;  // the route's: how its errors are written
 
   std::string_view param(std::string_view name) const;
 };
@@ -53,6 +57,7 @@ struct Route {
   std::string pattern;
   bool is_public;  // reachable without an API key (probes, scrapers)
   Handler handler;
+  ErrorDialect dialect = ErrorDialect::openai;
 };
 
 struct RouteMatch {
@@ -61,11 +66,13 @@ struct RouteMatch {
   const Route* route = nullptr;
   std::vector<std::pair<std::string, std::string>> params;
   std::string allow;  // for method_not_allowed: the methods the path does accept
+  ErrorDialect dialect = ErrorDialect::openai;  // found or method_not_allowed: the path's API
 };
 
 class Router {
  public:
-  void add(http::verb method, std::string pattern, Handler handler, bool is_public = false);
+  void add(http::verb method, std::string pattern, Handler handler, bool is_public = false,
+           ErrorDialect dialect = ErrorDialect::openai);
 
   // `target` is the request target; a query string is ignored. HEAD matches the
   // GET routes (the session sends their headers without the body).

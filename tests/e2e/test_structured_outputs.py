@@ -150,7 +150,7 @@ def test_max_tokens_cuts_a_constrained_output_with_length(client):
     ({"guided_grammar": "root ::= undefined-rule"}, "guided_grammar", "undefined-rule"),
     ({"guided_regex": "(ab"}, "guided_regex", "offset"),
     ({"guided_regex": "(a)\\1"}, "guided_regex", "offset"),
-    ({"guided_regex": "a", "guided_choice": ["b"]}, "guided_regex", "guided_choice"),  # the second in key order
+    ({"guided_regex": "a", "guided_choice": ["b"]}, "guided_choice", "guided_regex"),  # the second as sent
     ({"response_format": {"type": "json_schema", "json_schema": {
         "name": "x", "strict": True, "schema": {"type": "integer", "multipleOf": 7}}}}, "response_format", "multipleOf"),
 ])

@@ -2,18 +2,25 @@
 // sluice serves (messages, tools, tool_choice, thinking, stop_sequences), the refusals
 // by the Anthropic field they name, and Anthropic's error shape.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "proto/anthropic_messages.h"
 #include "proto/chat_render.h"
 
 using namespace sluice::proto;
-using Json = nlohmann::json;
 using Mode = ToolChoice::Mode;
 
 namespace {
 
 Json user(const Json& content) { return {{"role", "user"}, {"content", content}}; }
+
+std::vector<std::string> sorted(std::vector<std::string> items) {
+  std::sort(items.begin(), items.end());
+  return items;
+}
 
 std::string body_with(const Json& extra) {
   Json body = {{"model", "m"}, {"max_tokens", 16}, {"messages", Json::array({user("hi")})}};
@@ -102,7 +109,7 @@ TEST_CASE("messages: tool_use and tool_result blocks become tool calls and tool 
   CHECK(r.tools[0].name == "get_weather");
   CHECK(r.tools[0].parameters == kWeather["input_schema"]);
   CHECK(r.tool_choice.mode == Mode::auto_);
-  OrderedTools ordered = read_tools_in_order(r.chat_body, r);
+  OrderedTools ordered = tools_in_order(r);
   REQUIRE(ordered.parameters.size() == 1);
   CHECK(Json::parse(ordered.parameters[0]) == kWeather["input_schema"]);
 }
@@ -158,7 +165,7 @@ TEST_CASE("messages: refusals name the Anthropic field") {
   CHECK(err({{"temperature", 5}}).param == "temperature");
   // Unknown keys: ignored unless strict, as on the chat route.
   MessagesRequest lenient = ok({{"metadata", {{"user_id", "u"}}}, {"frobnicate", "c"}});
-  CHECK(lenient.ignored_fields == std::vector<std::string>{"frobnicate", "metadata"});
+  CHECK(lenient.ignored_fields == std::vector<std::string>{"metadata", "frobnicate"});  // the client's order
   auto strict = parse_messages_request(body_with({{"frobnicate", "c"}}), {.strict_fields = true});
   REQUIRE(std::holds_alternative<ApiError>(strict));
   CHECK(std::get<ApiError>(strict).param == "frobnicate");
@@ -255,7 +262,7 @@ TEST_CASE("messages: the SDK's other fields are accepted by name, even when stri
   const MessagesRequest& r = std::get<MessagesRequest>(parsed);
   REQUIRE(r.tools.size() == 1);
   CHECK(r.tools[0].strict == true);  // the same promise as a chat function's strict
-  CHECK(r.ignored_fields == std::vector<std::string>{"cache_control", "container", "inference_geo", "output_config.effort",
+  CHECK(sorted(r.ignored_fields) == std::vector<std::string>{"cache_control", "container", "inference_geo", "output_config.effort",
                                                      "service_tier", "system[0].cache_control", "thinking.display",
                                                      "tools[0].allowed_callers", "tools[0].cache_control",
                                                      "tools[0].defer_loading", "tools[0].eager_input_streaming",
@@ -292,8 +299,8 @@ TEST_CASE("messages: errors in Anthropic's shape") {
   CHECK(body == Json{{"type", "error"}, {"error", {{"type", "invalid_request_error"}, {"message", "bad"}}}});
   CHECK(Json::parse(anthropic_error_body(model_not_found("m")))["error"]["type"] == "not_found_error");
   CHECK(Json::parse(anthropic_error_body(unauthorized()))["error"]["type"] == "authentication_error");
-  const Json converted = Json::parse(anthropic_error_from_openai(429, error_body({429, "busy", "x", "", ""})));
-  CHECK(converted["error"]["type"] == "rate_limit_error");
-  CHECK(converted["error"]["message"] == "busy");
-  CHECK(Json::parse(anthropic_error_from_openai(500, "not json"))["error"]["type"] == "api_error");
+  const Json busy = Json::parse(anthropic_error_body({429, "busy", "x", "", ""}));
+  CHECK(busy["error"]["type"] == "rate_limit_error");
+  CHECK(busy["error"]["message"] == "busy");
+  CHECK(Json::parse(anthropic_error_body(internal_error("req-1")))["error"]["type"] == "api_error");
 }

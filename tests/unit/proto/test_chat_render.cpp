@@ -1,6 +1,6 @@
 // proto/chat_render: a chat request's messages and tools as the chat template sees
 // them, through the request path the server takes (parse_chat_request, then
-// template_messages and read_tools_in_order), must render every tool conversation of
+// template_messages and tools_in_order), must render every tool conversation of
 // tests/fixtures/chat/goldens.json exactly as transformers' apply_chat_template(...,
 // tools=...) did. The conversations send each call's arguments as JSON text, as
 // clients do; the template sees them as an object (vLLM's normalization), which is
@@ -79,7 +79,7 @@ TEST_CASE("chat render: tool conversations through the request path render the t
     ChatParse parsed = parse_chat_request(body);
     REQUIRE(std::holds_alternative<ChatRequest>(parsed));
     const ChatRequest& request = std::get<ChatRequest>(parsed);
-    const OrderedTools tools = read_tools_in_order(body, request);
+    const OrderedTools tools = tools_in_order(request);
     REQUIRE(tools.for_template.size() == conversation.at("tools").size());
     CHECK(tools.for_template == conversation.at("tools"));  // key order kept
 

@@ -9,7 +9,6 @@
 #include "proto/tools.h"
 
 using namespace sluice::proto;
-using Json = nlohmann::json;
 using Mode = ToolChoice::Mode;
 
 namespace {

@@ -4,7 +4,6 @@
 #include "proto/completions.h"
 
 using namespace sluice::proto;
-using Json = nlohmann::json;
 
 namespace {
 

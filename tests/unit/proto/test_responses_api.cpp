@@ -20,7 +20,7 @@ ResponsesRequest parsed(const std::string& body) {
 ChatRequest chat_of(const std::string& body, const OJson& history = OJson::array()) {
   auto chat = to_chat_request(parsed(body), history);
   if (auto* error = std::get_if<ApiError>(&chat)) FAIL("unexpected error: " << error->message);
-  return std::get<ResponsesChat>(std::move(chat)).request;
+  return std::get<ChatRequest>(std::move(chat));
 }
 
 ApiError error_of(const std::string& body) {
@@ -101,15 +101,15 @@ TEST_CASE("responses request: flat function tools, tool_choice and text.format m
   CHECK(req.echo["tools"][0]["name"] == "get_weather");
   CHECK(req.echo["tools"][0]["type"] == "function");
   CHECK(req.echo["tool_choice"] == OJson{{"type", "function"}, {"name", "get_weather"}});
-  auto chat = std::get<ResponsesChat>(to_chat_request(req, OJson::array()));
-  REQUIRE(chat.request.tools.size() == 1);
-  CHECK(chat.request.tools[0].name == "get_weather");
-  CHECK(chat.request.tools[0].strict == true);
-  CHECK(chat.request.tool_choice.mode == ToolChoice::Mode::function);
-  CHECK(chat.request.tool_choice.function == "get_weather");
-  CHECK_FALSE(chat.request.parallel_tool_calls);
-  // The schema keeps the client's key order in the chat body ("z" before "a").
-  CHECK(chat.body.find(R"("z":{"type":"string"},"a")") != std::string::npos);
+  auto chat = std::get<ChatRequest>(to_chat_request(req, OJson::array()));
+  REQUIRE(chat.tools.size() == 1);
+  CHECK(chat.tools[0].name == "get_weather");
+  CHECK(chat.tools[0].strict == true);
+  CHECK(chat.tool_choice.mode == ToolChoice::Mode::function);
+  CHECK(chat.tool_choice.function == "get_weather");
+  CHECK_FALSE(chat.parallel_tool_calls);
+  // The schema keeps the client's key order ("z" before "a").
+  CHECK(chat.tools[0].parameters.dump().find(R"("z":{"type":"string"},"a")") != std::string::npos);
 
   const ChatRequest schema = chat_of(R"({"model":"m","input":"x","text":{"format":{"type":"json_schema",
       "name":"p","strict":true,"schema":{"type":"object","properties":{"b":{"type":"boolean"}}}}}})");
@@ -207,7 +207,7 @@ TEST_CASE("responses request: unknown fields at any depth follow the same rule, 
     const ResponsesRequest lenient = parsed(c.body);
     CHECK(lenient.ignored_fields == std::vector<std::string>{c.param});
     auto chat = to_chat_request(lenient, OJson::array());
-    CHECK(std::holds_alternative<ResponsesChat>(chat));
+    CHECK(std::holds_alternative<ChatRequest>(chat));
     ResponsesParse strict = parse_responses_request(c.body, {.strict_fields = true});
     REQUIRE(std::holds_alternative<ApiError>(strict));
     CHECK(std::get<ApiError>(strict).param == c.param);
@@ -239,8 +239,8 @@ TEST_CASE("responses request: an earlier response's output items, as the SDK sen
                                   "input[3].name", "input[4].content[0].prompt_cache_breakpoint",
                                   "tools[0].defer_loading", "reasoning.mode"});
   auto chat = to_chat_request(req, OJson::array(), {.strict_fields = true});
-  REQUIRE(std::holds_alternative<ResponsesChat>(chat));
-  const ChatRequest& request = std::get<ResponsesChat>(chat).request;
+  REQUIRE(std::holds_alternative<ChatRequest>(chat));
+  const ChatRequest& request = std::get<ChatRequest>(chat);
   REQUIRE(request.messages.size() == 4);
   CHECK(request.messages[1].content == "Checking.");
   REQUIRE(request.messages[1].tool_calls.size() == 1);

@@ -7,7 +7,6 @@
 #include "proto/completions.h"
 
 using namespace sluice::proto;
-using Json = nlohmann::json;
 using Kind = sluice::grammar::GrammarSpec::Kind;
 
 namespace {
@@ -105,7 +104,7 @@ TEST_CASE("structured output: vLLM structured_outputs and guided_*") {
   CHECK(chat_constraint(R"("guided_grammar": "root ::= [0-9]")").spec.kind == Kind::gbnf);
   CHECK(chat_constraint(R"("guided_regex": "x", "guided_decoding_backend": "xgrammar")").spec.kind == Kind::regex);
 
-  CHECK(chat_error(R"("structured_outputs": {"regex": "a", "choice": ["b"]})").param == "structured_outputs.regex");
+  CHECK(chat_error(R"("structured_outputs": {"regex": "a", "choice": ["b"]})").param == "structured_outputs.choice");
   CHECK(chat_error(R"("structured_outputs": {})").param == "structured_outputs");
   CHECK(chat_error(R"("structured_outputs": {"structural_tag": "x"})").param ==
         "structured_outputs.structural_tag");
@@ -123,11 +122,12 @@ TEST_CASE("structured output: llama-server grammar and json_schema; one constrai
   CHECK(schema.spec.kind == Kind::json_schema);
   CHECK(schema.param == "json_schema");
 
-  // The second constraint (in the body's key order, as parsed: sorted) is the one named.
+  // The second constraint (in the order the client wrote them) is the one named.
   const ApiError both = chat_error(R"("grammar": "root ::= \"x\"", "guided_regex": "y")");
   CHECK(both.param == "guided_regex");
   CHECK(both.message.find("'grammar'") != std::string::npos);
-  CHECK(chat_error(R"("response_format": {"type": "json_object"}, "json_schema": {})").param == "response_format");
+  CHECK(chat_error(R"("response_format": {"type": "json_object"}, "json_schema": {})").param == "json_schema");
+  CHECK(chat_error(R"("json_schema": {}, "response_format": {"type": "json_object"})").param == "response_format");
 }
 
 TEST_CASE("structured output: the completions endpoint takes the same fields") {

@@ -162,7 +162,7 @@ TEST_CASE("generic tools: the instructions follow tool_choice") {
   const auto instructions = [](const Json& extra) {
     const std::string body = body_with(extra);
     const proto::ChatRequest request = parsed(body);
-    return generic_tools_instructions(request, proto::read_tools_in_order(body, request));
+    return generic_tools_instructions(request, proto::tools_in_order(request));
   };
   const std::string tools =
       "Tools you can call:\n"
@@ -201,7 +201,7 @@ TEST_CASE("generic tools: a tool loop renders through SmolLM2's and Gemma 3's ow
        {{"role", "user"}, {"content", "And now?"}}});
   const std::string body = body_with(Json::object(), messages);
   const proto::ChatRequest request = parsed(body);
-  const proto::OrderedTools ordered = proto::read_tools_in_order(body, request);
+  const proto::OrderedTools ordered = proto::tools_in_order(request);
   const std::vector<proto::ChatMessage> rewritten = generic_tool_messages(request, ordered, true);
   REQUIRE(rewritten.size() == 4);
   CHECK(rewritten[0].role == "system");
@@ -237,7 +237,7 @@ TEST_CASE("generic tools: a tool loop renders through SmolLM2's and Gemma 3's ow
   // Without a system message the instructions are one; or, placed in the first user turn.
   const std::string short_body = body_with(Json::object());
   const proto::ChatRequest short_request = parsed(short_body);
-  const proto::OrderedTools short_ordered = proto::read_tools_in_order(short_body, short_request);
+  const proto::OrderedTools short_ordered = proto::tools_in_order(short_request);
   const auto first = generic_tool_messages(short_request, short_ordered, true);
   REQUIRE(first.size() == 2);
   CHECK(first[0].role == "system");

@@ -33,6 +33,14 @@ struct Fixture {
       ex.response.body() = "models";
       co_return;
     });
+    // An Anthropic route: its refusals (401, 405, 500) are written in Anthropic's shape.
+    router.add(
+        http::verb::post, "/v1/messages",
+        [](Exchange& ex) -> asio::awaitable<void> {
+          ex.response.result(http::status::ok);
+          co_return;
+        },
+        false, ErrorDialect::anthropic);
     router.add(http::verb::post, "/busy", [](Exchange& ex) -> asio::awaitable<void> {
       ex.response.result(http::status::too_many_requests);
       ex.response.body() = R"({"error":{"message":"busy","type":"rate_limit_error","param":null,"code":"queue_full"}})";
@@ -145,6 +153,13 @@ TEST_CASE("API keys: x-api-key (Anthropic's clients) is accepted beside Bearer")
   const auto body = nlohmann::json::parse(refused.response.body());
   CHECK(body["type"] == "error");
   CHECK(body["error"]["type"] == "authentication_error");
+  // A wrong method on it, with a right key: the 405 is Anthropic's shape too.
+  auto get = make_request(http::verb::get, "/v1/messages");
+  get.set("x-api-key", "k1");
+  auto wrong_method = f.run(get);
+  CHECK(wrong_method.response.result_int() == 405);
+  CHECK(nlohmann::json::parse(wrong_method.response.body())["error"]["type"] == "invalid_request_error");
+  CHECK(nlohmann::json::parse(wrong_method.response.body())["type"] == "error");
   // A wrong x-api-key does not spoil a right Bearer key.
   auto both = make_request(http::verb::get, "/v1/models");
   both.set("x-api-key", "nope");
