@@ -1,6 +1,9 @@
-// POST /v1/audio/speech: parse (proto/speech.h), resolve the voice, submit to the
-// model's SpeechEngine, then turn its AudioDelta events into encoded audio
-// (SpeechAudio: speed, sample rate, format) sent whole, streamed, or as SSE events.
+// POST /v1/audio/speech: one prepare job on the prepare pool (parse the body, base64
+// ref_audio and all; resolve the model and voice; build the prompt: the engine gets
+// token rows, never text), the cloning thread for an inline reference clip, then
+// submit to the model's SpeechEngine and turn its AudioDelta events into encoded
+// audio (SpeechAudio: speed, sample rate, format) on the audio-encoding pool, sent
+// whole, streamed, or as SSE events. The I/O thread only moves bytes.
 //
 // A whole response is held in memory until its end, so it is bounded by
 // max_speech_body_bytes (speech_errors.h); streams are not.
@@ -33,12 +36,14 @@
 #include "server/services/speech_service.h"
 #include "server/http/stream_watch.h"
 #include "server/api/submit_error.h"
+#include "server/api/request_prep.h"
 #include "server/http/api_error.h"
 
 namespace sluice::server {
 namespace {
 
-// One speech response in progress.
+// One speech response in progress. Its SpeechAudio is used by one thread at a time:
+// the coroutine waits for each encoding job it hands out.
 struct SpeechJob {
   SpeechService* service = nullptr;
   proto::SpeechRequest request;
@@ -94,21 +99,34 @@ void set_usage_headers(Response& response, const engine::ChoiceFinish& finish) {
   response.set("x-sluice-output-tokens", std::to_string(finish.num_completion_tokens));
 }
 
+// `encode()` (FFmpeg, sonic, soxr: milliseconds a chunk) on the audio-encoding pool;
+// inline when the pool is full, so that no audio is ever refused.
+template <class Encode>
+asio::awaitable<std::string> off_io(PrepPool& encoder, Encode encode) {
+  std::optional<std::string> bytes = co_await encoder.run(encode);
+  co_return bytes ? std::move(*bytes) : encode();
+}
+
 // Waits for events until the speech finishes or the client leaves; returns the
 // audio bytes made meanwhile.
-asio::awaitable<std::string> next_bytes(SpeechJob& job, StreamWatch& watch) {
-  std::string bytes = drain(job);
+asio::awaitable<std::string> next_bytes(SpeechJob& job, StreamWatch& watch, PrepPool& encoder) {
+  std::string bytes = co_await off_io(encoder, [&job] { return drain(job); });
   while (bytes.empty() && !job.finish && !watch.is_client_gone()) {
     co_await watch.wait();
-    bytes = drain(job);
+    bytes = co_await off_io(encoder, [&job] { return drain(job); });
   }
   co_return bytes;
 }
 
-asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& watch, uint64_t max_bytes) {
+asio::awaitable<std::string> finish_audio(SpeechJob& job, PrepPool& encoder) {
+  co_return co_await off_io(encoder, [&job] { return job.audio->finish(); });
+}
+
+asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& watch, PrepPool& encoder,
+                                   uint64_t max_bytes) {
   std::string body;
   while (!job.finish && !watch.is_client_gone()) {
-    body += co_await next_bytes(job, watch);
+    body += co_await next_bytes(job, watch, encoder);
     if (body.size() > max_bytes) {
       // Held in memory until the end: past the limit, the rest must be streamed.
       set_error(ex, whole_speech_overflow(max_bytes));
@@ -126,7 +144,7 @@ asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& wa
     if (job.finish->reason == engine::FinishReason::timeout) ex.response.set("x-should-retry", "false");
     co_return;
   }
-  body += job.audio->finish();
+  body += co_await finish_audio(job, encoder);
   if (body.size() > max_bytes) {
     set_error(ex, whole_speech_overflow(max_bytes));
     co_return;
@@ -158,9 +176,9 @@ std::string speech_error_event(const proto::ApiError& error) {
 }
 
 // stream_format "audio" or "sse".
-asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& watch) {
+asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& watch, PrepPool& encoder) {
   const bool sse = job.request.stream_format == proto::SpeechStreamFormat::sse;
-  std::string bytes = co_await next_bytes(job, watch);
+  std::string bytes = co_await next_bytes(job, watch, encoder);
   if (watch.is_client_gone()) {
     mark_client_gone(ex);
     co_return;
@@ -178,7 +196,7 @@ asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& w
     if (job.finish) {
       if (is_complete(*job.finish) || job.finish->reason == engine::FinishReason::timeout) {
         // A deadline after audio went out: what was made is sent, well-formed.
-        std::string rest = job.audio->finish();
+        std::string rest = co_await finish_audio(job, encoder);
         out += sse ? speech_delta_event(rest) : rest;
       }
       if (is_complete(*job.finish)) {
@@ -199,7 +217,7 @@ asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& w
     }
     ok = co_await writer.send(out);
     if (!ok) break;
-    bytes = co_await next_bytes(job, watch);
+    bytes = co_await next_bytes(job, watch, encoder);
     if (watch.is_client_gone()) break;
   }
 }
@@ -232,76 +250,111 @@ engine::tts::SpeechRequest engine_request(const proto::SpeechRequest& request, s
   return out;
 }
 
-asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services, const config::Config& config) {
-  auto parsed = proto::parse_speech_request(
-      ex.request.body(), {.strict_fields = config.strict_request_fields, .allow_priority = false});
-  if (auto* error = std::get_if<proto::ApiError>(&parsed)) {
-    set_error(ex, *error);
-    co_return;
-  }
+// What a speech request's prepare job makes. `needs_clip`: an inline reference clip
+// still to encode on the cloning thread, and the prompt to build after it.
+struct PreparedSpeech {
   SpeechJob job;
+  engine::tts::SpeechRequest engine_request;
+  SpeechAudioOptions audio_options;
+  bool streaming = false;
+  bool instructions_ignored = false;
+  bool needs_clip = false;
+};
+
+// The prompt's rows (text tokens and the voice's reference) for the engine.
+std::optional<proto::ApiError> build_speech_prompt(SpeechService& service, engine::tts::SpeechRequest& request) {
+  const auto& tokenizer = service.tokenizer();
+  if (!tokenizer) return proto::invalid_request("The model '" + service.id() + "' has no tokenizer.", "model");
+  auto built = engine::tts::build_prompt(service.tts_config(), *tokenizer, request.tts.prompt);
+  if (auto* error = std::get_if<engine::tts::PromptError>(&built)) {
+    return proto::invalid_request(error->message, error->param);
+  }
+  request.prompt = std::get<engine::tts::TtsPrompt>(std::move(built));
+  return std::nullopt;
+}
+
+OrError<PreparedSpeech> prepare_speech(std::string_view body, const ModelServices& services,
+                                       const config::Config& config, bool can_stream) {
+  auto parsed =
+      proto::parse_speech_request(body, {.strict_fields = config.strict_request_fields, .allow_priority = false});
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) return *error;
+  PreparedSpeech prepared;
+  SpeechJob& job = prepared.job;
   job.request = std::move(std::get<proto::SpeechRequest>(parsed));
   const proto::SpeechRequest& request = job.request;
-  for (const std::string& field : request.ignored_fields)
-    spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
-  job.service = find_speech_model(ex.response, services, request.model);
-  if (!job.service) co_return;
+  auto service = speech_model(services, request.model);
+  if (auto* error = std::get_if<proto::ApiError>(&service)) return *error;
+  job.service = std::get<SpeechService*>(service);
 
   const SpeechVoices& voices = job.service->voices();
-  // A Base model's voice is the reference (apply_voice_reference below), not a speaker.
+  // A Base model's voice is the reference (check_voice_reference below), not a speaker.
   std::optional<std::string> speaker = job.service->clones_voices() ? std::string() : voices.resolve(request.voice);
   if (!speaker) {
-    set_error(ex,
-              proto::invalid_request("The voice '" + request.voice + "' is not available for model '" + request.model +
-                                         "'. Voices: " + join(voices.names()) + " (see GET /v1/audio/voices).",
-                                     "voice"));
-    co_return;
+    return proto::invalid_request("The voice '" + request.voice + "' is not available for model '" + request.model +
+                                      "'. Voices: " + join(voices.names()) + " (see GET /v1/audio/voices).",
+                                  "voice");
   }
-  const bool streaming = request.stream_format != proto::SpeechStreamFormat::none && ex.connection;
-  SpeechAudioOptions audio_options{.format = request.response_format,
-                                   .input_rate = job.service->sample_rate(),
-                                   .output_rate = request.sample_rate.value_or(0),
-                                   .speed = request.speed,
-                                   .delivery = streaming ? AudioDelivery::stream : AudioDelivery::whole};
-  if (auto error = SpeechAudio::options_error(audio_options)) {
-    set_error(ex, *error);
-    co_return;
-  }
-  if (!streaming) {
+  prepared.streaming = request.stream_format != proto::SpeechStreamFormat::none && can_stream;
+  prepared.audio_options = {.format = request.response_format,
+                            .input_rate = job.service->sample_rate(),
+                            .output_rate = request.sample_rate.value_or(0),
+                            .speed = request.speed,
+                            .delivery = prepared.streaming ? AudioDelivery::stream : AudioDelivery::whole};
+  if (auto error = SpeechAudio::options_error(prepared.audio_options)) return *error;
+  if (!prepared.streaming) {
     if (auto error = whole_speech_too_long(request, job.service->sample_rate(), job.service->samples_per_frame(),
-                                           config.max_speech_body_bytes)) {
-      set_error(ex, *error);
-      co_return;
-    }
+                                           config.max_speech_body_bytes))
+      return *error;
   }
-  job.audio = std::make_unique<SpeechAudio>(audio_options);
-
   // 0.6B checkpoints drop instructions (as the official package does): say so.
-  if (!request.instructions.empty() && !job.service->tts_config().accepts_instructions()) {
+  prepared.instructions_ignored =
+      !request.instructions.empty() && !job.service->tts_config().accepts_instructions();
+  prepared.engine_request = engine_request(request, *speaker, config);
+  engine::tts::PromptRequest& prompt = prepared.engine_request.tts.prompt;
+  if (auto error = check_voice_reference(request, *job.service, prompt, prepared.needs_clip)) return *error;
+  if (prepared.needs_clip) return prepared;  // the prompt waits for the clip's reference
+  if (auto error = build_speech_prompt(*job.service, prepared.engine_request)) return *error;
+  return prepared;
+}
+
+asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services, const config::Config& config,
+                                    PrepPool& prep, PrepPool& encoder) {
+  const bool can_stream = ex.connection != nullptr;
+  auto prepared_or_error = co_await run_prepare_job(
+      prep, [&] { return prepare_speech(ex.request.body(), services, config, can_stream); });
+  if (auto* error = std::get_if<proto::ApiError>(&prepared_or_error)) co_return set_error(ex, *error);
+  PreparedSpeech& prepared = std::get<PreparedSpeech>(prepared_or_error);
+  SpeechJob& job = prepared.job;
+  for (const std::string& field : job.request.ignored_fields)
+    spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
+  if (prepared.instructions_ignored) {
     ex.response.set("x-sluice-instructions-ignored", "true");
     spdlog::debug("request {}: instructions ignored by this checkpoint size", ex.request_id);
   }
-  engine::tts::SpeechRequest engine_req = engine_request(request, *speaker, config);
-  // Last: a clone's reference costs the most to compute, after every cheap refusal.
-  if (auto error = co_await apply_voice_reference(request, *job.service, engine_req.tts.prompt)) {
-    set_error(ex, *error);
-    co_return;
+  if (prepared.needs_clip) {
+    // Last: a clip costs the most to encode, after every cheap refusal.
+    engine::tts::SpeechRequest& request = prepared.engine_request;
+    if (auto error = co_await apply_inline_reference(job.request, *job.service, request.tts.prompt))
+      co_return set_error(ex, *error);
+    auto built = co_await run_prepare_job(prep, [&]() -> OrError<bool> {
+      if (auto error = build_speech_prompt(*job.service, request)) return *error;
+      return true;
+    });
+    if (auto* error = std::get_if<proto::ApiError>(&built)) co_return set_error(ex, *error);
   }
-  engine::SubmitResult submitted = job.service->engine().submit(std::move(engine_req));
-  if (!submitted.ok()) {
-    set_error(ex, submit_error(submitted));
-    co_return;
-  }
+  job.audio = std::make_unique<SpeechAudio>(prepared.audio_options);
+  engine::SubmitResult submitted = job.service->engine().submit(std::move(prepared.engine_request));
+  if (!submitted.ok()) co_return set_error(ex, submit_error(submitted));
   job.stream = std::move(submitted.stream);
 
   StreamWatch watch(co_await asio::this_coro::executor, ex.connection);
   watch.attach(*job.stream);
   std::exception_ptr failure;
   try {
-    if (streaming) {
-      co_await answer_stream(ex, job, watch);
+    if (prepared.streaming) {
+      co_await answer_stream(ex, job, watch, encoder);
     } else {
-      co_await answer_whole(ex, job, watch, config.max_speech_body_bytes);
+      co_await answer_whole(ex, job, watch, encoder, config.max_speech_body_bytes);
     }
   } catch (...) {
     failure = std::current_exception();
@@ -315,22 +368,29 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
 
 }  // namespace
 
-SpeechService* find_speech_model(Response& response, const ModelServices& services, const std::string& name) {
+OrError<SpeechService*> speech_model(const ModelServices& services, const std::string& name) {
   if (SpeechService* service = services.find_speech(name)) return service;
   if (services.find(name)) {
-    set_api_error(response, proto::invalid_request("The model '" + name +
-                                                   "' is a text model: /v1/audio/speech needs a speech model.",
-                                               "model"));
-  } else {
-    set_api_error(response, services.all_loaded() ? proto::model_not_found(name)
-                                              : proto::not_ready("Models are still loading"));
+    return proto::invalid_request("The model '" + name + "' is a text model: /v1/audio/speech needs a speech model.",
+                                  "model");
   }
-  return nullptr;
+  return services.all_loaded() ? proto::model_not_found(name) : proto::not_ready("Models are still loading");
 }
 
-void add_speech_routes(Router& router, const ModelServices& services, const config::Config& config) {
-  router.add(http::verb::post, "/v1/audio/speech",
-             [&services, &config](Exchange& ex) { return handle_speech(ex, services, config); });
+SpeechService* find_speech_model(Response& response, const ModelServices& services, const std::string& name) {
+  auto found = speech_model(services, name);
+  if (auto* error = std::get_if<proto::ApiError>(&found)) {
+    set_api_error(response, *error);
+    return nullptr;
+  }
+  return std::get<SpeechService*>(found);
+}
+
+void add_speech_routes(Router& router, const ModelServices& services, const config::Config& config, PrepPool& prep,
+                       PrepPool& encoder) {
+  router.add(http::verb::post, "/v1/audio/speech", [&services, &config, &prep, &encoder](Exchange& ex) {
+    return handle_speech(ex, services, config, prep, encoder);
+  });
 }
 
 }  // namespace sluice::server

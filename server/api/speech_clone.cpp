@@ -45,53 +45,60 @@ asio::awaitable<std::variant<VoiceReference, proto::ApiError>> compute_voice_ref
   co_return std::move(*reference);
 }
 
-asio::awaitable<std::optional<proto::ApiError>> apply_voice_reference(const proto::SpeechRequest& request,
-                                                                      SpeechService& service,
-                                                                      engine::tts::PromptRequest& prompt) {
+std::optional<proto::ApiError> check_voice_reference(const proto::SpeechRequest& request, SpeechService& service,
+                                                     engine::tts::PromptRequest& prompt, bool& needs_clip) {
+  needs_clip = false;
   if (!service.clones_voices()) {
     const std::string kind(engine::tts::tts_kind_name(service.tts_config().kind));
     if (request.ref_audio)
-      co_return proto::invalid_request("The model '" + service.id() + "' is a " + kind +
-                                           " checkpoint: only Base checkpoints clone a voice from 'ref_audio'.",
-                                       "ref_audio");
+      return proto::invalid_request("The model '" + service.id() + "' is a " + kind +
+                                        " checkpoint: only Base checkpoints clone a voice from 'ref_audio'.",
+                                    "ref_audio");
     if (request.ref_text)
-      co_return proto::invalid_request("The model '" + service.id() + "' is a " + kind +
-                                           " checkpoint: 'ref_text' is for voice cloning (Base checkpoints).",
-                                       "ref_text");
-    co_return std::nullopt;
+      return proto::invalid_request("The model '" + service.id() + "' is a " + kind +
+                                        " checkpoint: 'ref_text' is for voice cloning (Base checkpoints).",
+                                    "ref_text");
+    return std::nullopt;
   }
   if (request.ref_audio) {
     // The official rule: ICL needs the reference's transcript; without one, say
     // x-vector mode explicitly.
-    const bool icl = !request.x_vector_only_mode;
-    if (icl && (!request.ref_text || request.ref_text->empty()))
-      co_return proto::invalid_request("Cloning from 'ref_audio' in ICL mode needs 'ref_text', the transcript of "
-                                       "the reference; or set 'x_vector_only_mode' to clone from the speaker "
-                                       "embedding alone.",
-                                       "ref_text");
-    auto computed = co_await compute_voice_reference(service, request.ref_audio->bytes, icl, "ref_audio");
-    if (auto* error = std::get_if<proto::ApiError>(&computed)) co_return std::move(*error);
-    VoiceReference& reference = std::get<VoiceReference>(computed);
-    prompt.speaker_embedding = std::move(reference.speaker_embedding);
-    if (icl) {
-      prompt.ref_codes = std::move(reference.ref_codes);
-      prompt.ref_text = *request.ref_text;
-    }
-    co_return std::nullopt;
+    if (!request.x_vector_only_mode && (!request.ref_text || request.ref_text->empty()))
+      return proto::invalid_request("Cloning from 'ref_audio' in ICL mode needs 'ref_text', the transcript of "
+                                    "the reference; or set 'x_vector_only_mode' to clone from the speaker "
+                                    "embedding alone.",
+                                    "ref_text");
+    needs_clip = true;
+    return std::nullopt;
   }
   if (request.voice.empty())
-    co_return proto::invalid_request("The model '" + service.id() +
-                                         "' is a Base checkpoint: it clones a voice. Give 'ref_audio' (and "
-                                         "'ref_text'), or name a voice uploaded at POST /v1/audio/voices.",
-                                     "ref_audio");
+    return proto::invalid_request("The model '" + service.id() +
+                                      "' is a Base checkpoint: it clones a voice. Give 'ref_audio' (and "
+                                      "'ref_text'), or name a voice uploaded at POST /v1/audio/voices.",
+                                  "ref_audio");
   const std::shared_ptr<const ClonedVoice> voice = service.voice_store()->find(request.voice);
   if (!voice)
-    co_return proto::invalid_request("The voice '" + request.voice + "' is not a voice uploaded to model '" +
-                                         service.id() +
-                                         "' (a Base checkpoint clones: give 'ref_audio', or upload the voice at "
-                                         "POST /v1/audio/voices; GET /v1/audio/voices lists them).",
-                                     "voice");
-  co_return use_uploaded(request, *voice, prompt);
+    return proto::invalid_request("The voice '" + request.voice + "' is not a voice uploaded to model '" +
+                                      service.id() +
+                                      "' (a Base checkpoint clones: give 'ref_audio', or upload the voice at "
+                                      "POST /v1/audio/voices; GET /v1/audio/voices lists them).",
+                                  "voice");
+  return use_uploaded(request, *voice, prompt);
+}
+
+asio::awaitable<std::optional<proto::ApiError>> apply_inline_reference(const proto::SpeechRequest& request,
+                                                                       SpeechService& service,
+                                                                       engine::tts::PromptRequest& prompt) {
+  const bool icl = !request.x_vector_only_mode;
+  auto computed = co_await compute_voice_reference(service, request.ref_audio->bytes, icl, "ref_audio");
+  if (auto* error = std::get_if<proto::ApiError>(&computed)) co_return std::move(*error);
+  VoiceReference& reference = std::get<VoiceReference>(computed);
+  prompt.speaker_embedding = std::move(reference.speaker_embedding);
+  if (icl) {
+    prompt.ref_codes = std::move(reference.ref_codes);
+    prompt.ref_text = *request.ref_text;
+  }
+  co_return std::nullopt;
 }
 
 }  // namespace sluice::server

@@ -20,12 +20,18 @@
 
 namespace sluice::server {
 
-// For a Base model: checks the request's reference (inline or an uploaded voice)
-// and sets `prompt`'s speaker_embedding, and for ICL its ref_codes and ref_text.
-// For another model: refuses ref_audio and ref_text. The error names the field.
-asio::awaitable<std::optional<proto::ApiError>> apply_voice_reference(const proto::SpeechRequest& request,
-                                                                      SpeechService& service,
-                                                                      engine::tts::PromptRequest& prompt);
+// For a Base model: checks the request's reference (inline or an uploaded voice);
+// an uploaded voice sets `prompt`'s speaker_embedding, and for ICL its ref_codes and
+// ref_text, at once; an inline clip is left to apply_inline_reference (it costs the
+// cloning thread a pass of the encoders) and `needs_clip` is set. For another model:
+// refuses ref_audio and ref_text. The error names the field. Any thread.
+std::optional<proto::ApiError> check_voice_reference(const proto::SpeechRequest& request, SpeechService& service,
+                                                     engine::tts::PromptRequest& prompt, bool& needs_clip);
+
+// The inline clip (`ref_audio`) encoded on the cloning thread into `prompt`.
+asio::awaitable<std::optional<proto::ApiError>> apply_inline_reference(const proto::SpeechRequest& request,
+                                                                       SpeechService& service,
+                                                                       engine::tts::PromptRequest& prompt);
 
 // Computes a clip's reference on `service`'s cloning thread: the 400 naming
 // `param` for audio it cannot use, 429 when the cloning queue is full.

@@ -43,8 +43,10 @@ tts::SpeechRequest make_request(const tts::TtsModel& model, const BenchOptions& 
   r.tts.ignore_eos = true;
   r.chunk_frames = o.tts_chunk_frames;
   if (model.tokenizer()) {
-    r.tts.prompt.text = kText;
-    if (!model.config().speakers.empty()) r.tts.prompt.voice = model.config().speakers.begin()->first;
+    tts::PromptRequest prompt;
+    prompt.text = kText;
+    if (!model.config().speakers.empty()) prompt.voice = model.config().speakers.begin()->first;
+    r.prompt = std::get<tts::TtsPrompt>(tts::build_prompt(model.config(), *model.tokenizer(), prompt));
   } else {
     r.prompt = tts::synthetic_prompt(model.config(), o.tts_text_tokens);
   }

@@ -41,6 +41,9 @@ void setup_logging(const std::string& level) {
 
 namespace {
 
+// Speech audio encoding jobs in hand at once (one per speech response at most).
+constexpr int kMaxAudioEncodeJobs = 256;
+
 void fail_loading(std::string_view what, HttpServer& server, std::atomic<int>& exit_code) {
   spdlog::error("cannot load model: {}", what);
   exit_code = 1;
@@ -120,7 +123,10 @@ int run_serve(const config::Config& config) {
   ResponseStore response_store(response_store_limits(config));
   add_responses_routes(router, services, config, prep, response_store);
   add_embeddings_routes(router, services, config, prep);
-  add_speech_routes(router, services, config);
+  // Speech audio is encoded (FFmpeg, sonic, soxr) here, never on an I/O thread; a
+  // stream has at most one chunk in hand, so the bound is never met in practice.
+  PrepPool audio_encoder(2, kMaxAudioEncodeJobs);
+  add_speech_routes(router, services, config, prep, audio_encoder);
   add_voice_routes(router, services);
   add_replica_routes(router, services, prep);
   ApiKeyAuth auth(config.api_keys);
@@ -141,7 +147,9 @@ int run_serve(const config::Config& config) {
   std::atomic<int> exit_code{0};
   std::thread loader([&] { load_models(config, state, services, registry, server, exit_code, cpu_turns); });
   server.run();
-  prep.join();  // before the I/O threads' objects go: no job may resume a session after
+  // Before the I/O threads' objects go: no job may resume a session after.
+  prep.join();
+  audio_encoder.join();
   loader.join();
   // After the drain: requests still running (past the grace period) finish as "abort".
   services.stop_all();

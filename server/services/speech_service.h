@@ -62,6 +62,8 @@ class SpeechService {
   PrepPool* clone_pool() const { return clone_pool_.get(); }
   VoiceStore* voice_store() const { return voice_store_.get(); }
   int32_t sample_rate() const { return engine_->sample_rate(); }
+  // The text tokenizer the prompts are built with (engine::tts::build_prompt).
+  const std::optional<tokenizer::Tokenizer>& tokenizer() const { return model_->tokenizer(); }
   // Samples of audio per codec frame (1920 at 24 kHz: 80 ms).
   int64_t samples_per_frame() const { return codec_->config().samples_per_frame; }
 

@@ -124,22 +124,16 @@ SubmitResult SpeechEngine::submit(SpeechRequest request) {
     return submit_rejected(std::move(message), std::move(param));
   };
   if (auto error = check_sampling(request.tts)) return reject(error->message, error->param);
-  std::variant<TtsPrompt, PromptError> built = PromptError{"this speech model has no tokenizer", "model"};
-  if (request.prompt) {
-    built = std::move(*request.prompt);
-  } else if (model_.tokenizer()) {
-    built = build_prompt(tc, *model_.tokenizer(), request.tts.prompt);
-  }
-  if (auto* error = std::get_if<PromptError>(&built)) return reject(error->message, error->param);
+  if (request.prompt.rows.empty()) return reject("the prompt is empty", "input");
   int32_t max_frames = resolve_max_frames(tc, request.tts, config_.default_max_frames);
-  const auto num_rows = static_cast<int64_t>(std::get<TtsPrompt>(built).rows.size());
+  const auto num_rows = static_cast<int64_t>(request.prompt.rows.size());
   // A request that names no limit gets what the context leaves after its prompt.
   if (!request.tts.max_frames)
     max_frames = static_cast<int32_t>(std::clamp<int64_t>(max_model_len_ - num_rows, 1, max_frames));
 
   auto active = std::make_unique<Active>();
   active->id = request.request_id;
-  active->prompt = std::get<TtsPrompt>(std::move(built));
+  active->prompt = std::move(request.prompt);
   active->num_input_tokens = active->prompt.num_text_tokens;
   active->talker = talker_sampling(tc, request.tts, max_frames);
   active->predictor = predictor_sampling(tc, request.tts);

@@ -83,8 +83,10 @@ struct SpeechEngineConfig {
 
 struct SpeechRequest {
   std::string request_id;  // unique among the requests in flight
-  TtsRequest tts;          // text, voice, language, instructions, seed, sampling overrides, max_frames
-  std::optional<TtsPrompt> prompt;  // built elsewhere (benchmarks on random weights): tts.prompt is ignored
+  TtsRequest tts;          // seed, sampling overrides, max_frames (tts.prompt is not read)
+  // The prompt's rows, built by the caller (build_prompt on the server's prepare pool,
+  // synthetic_prompt in benchmarks): the engine sees token rows, never text.
+  TtsPrompt prompt;
   int32_t priority = 0;    // lower is served first
   std::optional<Clock::time_point> deadline;
   int32_t first_chunk_frames = 1;  // frames of the first audio delta: time to first audio
@@ -117,9 +119,8 @@ class SpeechEngine {
   void start();
   void stop();  // every request in flight finishes "abort"; joins both threads; idempotent
 
-  // Builds the prompt on the calling thread: an unknown voice or language, empty
-  // text, bad sampling values are `rejected` with the param named; a full queue is
-  // `queue_full`; after stop() `shutting_down`.
+  // Bad sampling values, an empty prompt or one past the served length are `rejected`
+  // with the param named; a full queue is `queue_full`; after stop() `shutting_down`.
   SubmitResult submit(SpeechRequest request);
   // Ends a request in flight with "abort" at the next step (nothing more is
   // decoded); false when no request with that id is in flight.

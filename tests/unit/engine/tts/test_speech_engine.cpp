@@ -94,9 +94,11 @@ Outcome collect(RequestStream& stream, const std::function<void(const Outcome&)>
   }
 }
 
-SpeechRequest speech(std::string id, TtsRequest r, int32_t first_chunk = 1, int32_t chunk = 4) {
+// The request as the server hands it over: its prompt built from `r.prompt`.
+SpeechRequest speech(const World& w, std::string id, TtsRequest r, int32_t first_chunk = 1, int32_t chunk = 4) {
   SpeechRequest s;
   s.request_id = std::move(id);
+  s.prompt = std::get<TtsPrompt>(build_prompt(w.model->config(), *w.model->tokenizer(), r.prompt));
   s.tts = std::move(r);
   s.first_chunk_frames = first_chunk;
   s.chunk_frames = chunk;
@@ -104,10 +106,10 @@ SpeechRequest speech(std::string id, TtsRequest r, int32_t first_chunk = 1, int3
 }
 
 // A request that runs until stopped: EOS ignored, `frames` frames.
-SpeechRequest long_request(std::string id, const std::string& voice, int32_t frames) {
+SpeechRequest long_request(const World& w, std::string id, const std::string& voice, int32_t frames) {
   TtsRequest r = testing::make_request("This request runs until something stops it.", voice, 0.8f, 2, frames);
   r.ignore_eos = true;
-  return speech(std::move(id), std::move(r));
+  return speech(w, std::move(id), std::move(r));
 }
 
 void wait_until_idle(const SpeechEngine& engine) {
@@ -134,7 +136,7 @@ TEST_CASE("speech requests batched in one engine each get the audio they get alo
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (size_t i = 0; i < requests.size(); ++i) {
     const SubmitResult submitted =
-        engine.submit(speech("r" + std::to_string(i), requests[i], i == 2 ? 2 : 1, i == 2 ? 3 : 4));
+        engine.submit(speech(w, "r" + std::to_string(i), requests[i], i == 2 ? 2 : 1, i == 2 ? 3 : 4));
     REQUIRE_MESSAGE(submitted.ok(), submitted.message);
     streams.push_back(submitted.stream);
   }
@@ -194,7 +196,7 @@ TEST_CASE("an ICL voice clone's audio is the reference and its frames decoded at
   engine.start();
   for (const char* id : {"icl", "icl-again"}) {
     CAPTURE(id);
-    const SubmitResult submitted = engine.submit(speech(id, r, 1, 3));
+    const SubmitResult submitted = engine.submit(speech(w, id, r, 1, 3));
     REQUIRE_MESSAGE(submitted.ok(), submitted.message);
     const Outcome got = collect(*submitted.stream);
     REQUIRE(got.pcm.size() == want.size());
@@ -331,7 +333,7 @@ TEST_CASE("speech engine: the official package's long greedy runs, all at once, 
     TtsRequest r = testing::make_request(a["text"], a["speaker"], 0.0f, 0, a["max_new_tokens"].get<int32_t>() - 1);
     r.prompt.language = a["language"];
     r.prompt.instructions = a.value("instruct", "");
-    const SubmitResult submitted = engine.submit(speech("golden" + std::to_string(i), r));
+    const SubmitResult submitted = engine.submit(speech(w, "golden" + std::to_string(i), r));
     REQUIRE_MESSAGE(submitted.ok(), submitted.message);
     streams.push_back(submitted.stream);
   }
@@ -365,7 +367,7 @@ TEST_CASE("a speech sequence preempted for KV recomputes its rows and continues 
   config.kv_cache_bytes = per_block * 6;
   SpeechEngine engine(*w.model, w.codec, config);
   engine.start();
-  const SubmitResult ra = engine.submit(speech("a", a)), rb = engine.submit(speech("b", b));
+  const SubmitResult ra = engine.submit(speech(w, "a", a)), rb = engine.submit(speech(w, "b", b));
   REQUIRE(ra.ok());
   REQUIRE(rb.ok());
   const Outcome ga = collect(*ra.stream), gb = collect(*rb.stream);
@@ -379,7 +381,7 @@ TEST_CASE("cancelling a speech request ends it with abort and frees its KV") {
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
   engine.start();
-  const SubmitResult submitted = engine.submit(long_request("c", "serena", 1500));
+  const SubmitResult submitted = engine.submit(long_request(w, "c", "serena", 1500));
   REQUIRE(submitted.ok());
   RequestStream& stream = *submitted.stream;
   const Outcome got = collect(stream, [&](const Outcome&) { stream.cancel(); });
@@ -395,7 +397,7 @@ TEST_CASE("abort(id) ends a speech request with abort and frees its id and KV") 
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
   engine.start();
   CHECK_FALSE(engine.abort("nobody"));
-  const SubmitResult submitted = engine.submit(long_request("a", "serena", 1500));
+  const SubmitResult submitted = engine.submit(long_request(w, "a", "serena", 1500));
   REQUIRE(submitted.ok());
   bool aborted = false;
   const Outcome got = collect(*submitted.stream, [&](const Outcome&) {
@@ -406,13 +408,13 @@ TEST_CASE("abort(id) ends a speech request with abort and frees its id and KV") 
   CHECK(got.finish.num_completion_tokens < 1500);
   wait_until_idle(engine);
   CHECK(engine.stats().num_finished[static_cast<size_t>(FinishReason::abort)] == 1);
-  CHECK(engine.submit(long_request("a", "serena", 4)).ok());  // the id is free again
+  CHECK(engine.submit(long_request(w, "a", "serena", 4)).ok());  // the id is free again
 }
 
 TEST_CASE("stopping a speech engine that never started ends what was submitted with abort") {
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
-  const SubmitResult submitted = engine.submit(long_request("q", "serena", 10));
+  const SubmitResult submitted = engine.submit(long_request(w, "q", "serena", 10));
   REQUIRE(submitted.ok());
   engine.stop();
   const Outcome got = collect(*submitted.stream);
@@ -437,7 +439,7 @@ TEST_CASE("a speech request past its deadline ends with timeout after the audio 
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{}, &observer);
   engine.start();
-  SpeechRequest s = long_request("t", "ryan", 4000);
+  SpeechRequest s = long_request(w, "t", "ryan", 4000);
   s.deadline = observer.deadline = Clock::now() + 2s;
   const SubmitResult submitted = engine.submit(std::move(s));
   REQUIRE(submitted.ok());
@@ -457,24 +459,24 @@ TEST_CASE("speech submits are refused with the field named, and queue_full past 
   config.max_waiting = 1;
   SpeechEngine engine(*w.model, w.codec, config);  // not started: submits stay queued
 
-  SubmitResult r = engine.submit(speech("v", testing::make_request("Hi there.", "nobody", 0.0f, 1, 4)));
-  CHECK(r.status == SubmitStatus::rejected);
-  CHECK(r.param == "voice");
-  r = engine.submit(speech("e", testing::make_request("", "serena", 0.0f, 1, 4)));
+  // The prompt's own refusals come from build_prompt, before the engine (test_tts_prompt.cpp).
+  SpeechRequest empty = speech(w, "e", testing::make_request("Hi there.", "serena", 0.0f, 1, 4));
+  empty.prompt.rows.clear();
+  SubmitResult r = engine.submit(std::move(empty));
   CHECK(r.status == SubmitStatus::rejected);
   CHECK(r.param == "input");
   TtsRequest hot = testing::make_request("Hi there.", "serena", -1.0f, 1, 4);
-  r = engine.submit(speech("t", hot));
+  r = engine.submit(speech(w, "t", hot));
   CHECK(r.status == SubmitStatus::rejected);
   CHECK(r.param == "temperature");
-  r = engine.submit(speech("long", testing::make_request("Hi there.", "serena", 0.0f, 1, 1 << 30)));
+  r = engine.submit(speech(w, "long", testing::make_request("Hi there.", "serena", 0.0f, 1, 1 << 30)));
   CHECK(r.status == SubmitStatus::rejected);
   CHECK(r.param == "max_new_tokens");
 
-  CHECK(engine.submit(speech("q1", testing::make_request("Hi there.", "serena", 0.0f, 1, 4))).ok());
-  r = engine.submit(speech("q1", testing::make_request("Hi there.", "serena", 0.0f, 1, 4)));
+  CHECK(engine.submit(speech(w, "q1", testing::make_request("Hi there.", "serena", 0.0f, 1, 4))).ok());
+  r = engine.submit(speech(w, "q1", testing::make_request("Hi there.", "serena", 0.0f, 1, 4)));
   CHECK(r.status == SubmitStatus::rejected);  // the same id twice
-  r = engine.submit(speech("q2", testing::make_request("Hi there.", "serena", 0.0f, 1, 4)));
+  r = engine.submit(speech(w, "q2", testing::make_request("Hi there.", "serena", 0.0f, 1, 4)));
   CHECK(r.status == SubmitStatus::queue_full);
   CHECK(engine.stats().num_requests_queue_full == 1);
 }
@@ -489,7 +491,7 @@ TEST_CASE("a speech request that names no frame limit gets what the KV pool leav
   TtsRequest r = testing::make_request("Go on.", "serena", 0.8f, 3, 1);
   r.max_frames.reset();
   r.ignore_eos = true;
-  const SubmitResult submitted = engine.submit(speech("cap", r));
+  const SubmitResult submitted = engine.submit(speech(w, "cap", r));
   REQUIRE_MESSAGE(submitted.ok(), submitted.message);
   const Outcome got = collect(*submitted.stream);
   CHECK(got.finish.reason == FinishReason::length);
@@ -502,13 +504,13 @@ TEST_CASE("stopping the speech engine ends every request in flight with abort") 
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{});
   engine.start();
-  const SubmitResult running = engine.submit(long_request("s1", "serena", 3000));
+  const SubmitResult running = engine.submit(long_request(w, "s1", "serena", 3000));
   REQUIRE(running.ok());
   REQUIRE(running.stream->wait(30s));  // it produced audio
   engine.stop();
   const Outcome got = collect(*running.stream);
   CHECK(got.finish.reason == FinishReason::abort);
-  CHECK(engine.submit(long_request("s2", "serena", 10)).status == SubmitStatus::shutting_down);
+  CHECK(engine.submit(long_request(w, "s2", "serena", 10)).status == SubmitStatus::shutting_down);
 }
 
 TEST_CASE("an exception of any type outside a speech step stops the engine: requests end with error, health says why") {
@@ -518,7 +520,7 @@ TEST_CASE("an exception of any type outside a speech step stops the engine: requ
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{}, &observer);
   engine.start();
-  const SubmitResult submitted = engine.submit(long_request("victim", "serena", 1500));
+  const SubmitResult submitted = engine.submit(long_request(w, "victim", "serena", 1500));
   REQUIRE(submitted.ok());
   const Outcome got = collect(*submitted.stream);
   CHECK(got.finish.reason == FinishReason::error);
@@ -527,7 +529,7 @@ TEST_CASE("an exception of any type outside a speech step stops the engine: requ
   CHECK_FALSE(health.ok);
   CHECK(health.status == "dead");
   CHECK(engine.death_reason().has_value());
-  const SubmitResult refused = engine.submit(long_request("later", "serena", 10));
+  const SubmitResult refused = engine.submit(long_request(w, "later", "serena", 10));
   CHECK(refused.status == SubmitStatus::shutting_down);
   CHECK(refused.code == "engine_dead");
   CHECK(refused.message.find("unknown type") != std::string::npos);
@@ -541,14 +543,14 @@ TEST_CASE("an exception escaping the codec thread ends its requests with error a
   World w;
   SpeechEngine engine(*w.model, w.codec, SpeechEngineConfig{}, nullptr, &observer);
   engine.start();
-  const SubmitResult submitted = engine.submit(long_request("victim", "serena", 1500));
+  const SubmitResult submitted = engine.submit(long_request(w, "victim", "serena", 1500));
   REQUIRE(submitted.ok());
   const Outcome got = collect(*submitted.stream);
   CHECK(got.finish.reason == FinishReason::error);
   CHECK(got.finish.error.find("codec thread stopped") != std::string::npos);
   CHECK_FALSE(engine.health(1s).ok);
   CHECK(engine.health(1s).reason.find("codec thread stopped") != std::string::npos);
-  const SubmitResult refused = engine.submit(long_request("later", "serena", 10));
+  const SubmitResult refused = engine.submit(long_request(w, "later", "serena", 10));
   CHECK(refused.status == SubmitStatus::shutting_down);
   CHECK(refused.code == "engine_dead");
   engine.stop();

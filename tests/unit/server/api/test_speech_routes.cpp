@@ -35,7 +35,9 @@ TEST_CASE("/v1/audio/voices is 503 while models load, as the model routes are") 
   config::Config config;
   ModelServices services;
   Router router;
-  add_speech_routes(router, services, config);
+  PrepPool prep(1, 8);
+  PrepPool encoder(1, 8);
+  add_speech_routes(router, services, config, prep, encoder);
   add_voice_routes(router, services);
   ApiKeyAuth auth({});
   Cors cors({});
