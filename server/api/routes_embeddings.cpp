@@ -18,28 +18,23 @@
 #include "server/http/client_identity.h"
 #include "server/http/stream_watch.h"
 #include "server/services/model_service.h"
+#include "server/api/request_prep.h"
 #include "server/http/api_error.h"
 
 namespace sluice::server {
 namespace {
 
-// The named text model, or the only one when none is named; null after setting the
-// error (a speech model: 400 naming `model`).
-ModelService* pick_model(Response& response, const ModelServices& services, const std::optional<std::string>& name) {
+// The named text model, or the only one when none is named; or the error (a speech
+// model: 400 naming `model`).
+OrError<ModelService*> pick_model(const ModelServices& services, const std::optional<std::string>& name) {
   if (!name) {
-    ModelService* only = services.only();
-    if (!only) set_api_error(response, proto::invalid_request("'model' is required when several models are served.", "model"));
-    return only;
+    if (ModelService* only = services.only()) return only;
+    return proto::invalid_request("'model' is required when several models are served.", "model");
   }
-  ModelService* model = services.find(*name);
-  if (!model && services.find_speech(*name)) {
-    set_api_error(response, proto::invalid_request("The model '" + *name + "' is a speech model: it has no embeddings.",
-                                               "model"));
-  } else if (!model) {
-    set_api_error(response, services.all_loaded() ? proto::model_not_found(*name)
-                                              : proto::not_ready("Models are still loading"));
-  }
-  return model;
+  if (ModelService* model = services.find(*name)) return model;
+  if (services.find_speech(*name))
+    return proto::invalid_request("The model '" + *name + "' is a speech model: it has no embeddings.", "model");
+  return services.all_loaded() ? proto::model_not_found(*name) : proto::not_ready("Models are still loading");
 }
 
 proto::ApiError context_error(int64_t max_model_len, size_t index, size_t num_tokens) {
@@ -52,7 +47,7 @@ proto::ApiError context_error(int64_t max_model_len, size_t index, size_t num_to
   return error;
 }
 
-// The inputs as token lists, truncated when asked; or the error. Runs on the PrepPool.
+// The inputs as token lists, truncated when asked; or the error.
 std::variant<std::vector<std::vector<int32_t>>, proto::ApiError> input_tokens(proto::EmbeddingsRequest& request,
                                                                               const ModelService& model) {
   const int64_t max_len = model.max_model_len();
@@ -116,35 +111,52 @@ asio::awaitable<std::variant<std::vector<std::vector<float>>, proto::ApiError>> 
   co_return vectors;
 }
 
-asio::awaitable<void> handle_embeddings(Exchange& ex, const ModelServices& services, const config::Config& config,
-                                        PrepPool& prep) {
-  auto parsed_or_busy = co_await prep.run(
-      [&] { return proto::parse_embeddings_request(ex.request.body(), config.strict_request_fields); });
-  if (!parsed_or_busy) co_return set_error(ex, prep_pool_full(prep));
-  if (auto* error = std::get_if<proto::ApiError>(&*parsed_or_busy)) co_return set_error(ex, *error);
-  proto::EmbeddingsRequest request = std::get<proto::EmbeddingsRequest>(std::move(*parsed_or_busy));
-  for (const std::string& field : request.ignored_fields)
-    spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
-  ModelService* model = pick_model(ex.response, services, request.model);
-  if (!model) co_return;
-  if (request.dimensions && *request.dimensions != model->embedding_width()) {
-    co_return set_error(ex, proto::invalid_request(
-                                         "The model does not support 'dimensions': its embeddings have " +
-                                             std::to_string(model->embedding_width()) + " dimensions.",
-                                         "dimensions"));
+// What an embeddings request's prepare job makes: the request parsed, its model and
+// its inputs tokenized.
+struct EmbeddingsJob {
+  proto::EmbeddingsRequest request;
+  ModelService* model = nullptr;
+  std::vector<std::vector<int32_t>> inputs;
+};
+
+OrError<EmbeddingsJob> prepare_embeddings(std::string_view body, const ModelServices& services,
+                                          const config::Config& config) {
+  auto parsed = proto::parse_embeddings_request(body, config.strict_request_fields);
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) return *error;
+  EmbeddingsJob job{.request = std::get<proto::EmbeddingsRequest>(std::move(parsed))};
+  proto::EmbeddingsRequest& request = job.request;
+  auto picked = pick_model(services, request.model);
+  if (auto* error = std::get_if<proto::ApiError>(&picked)) return *error;
+  job.model = std::get<ModelService*>(picked);
+  if (request.dimensions && *request.dimensions != job.model->embedding_width()) {
+    return proto::invalid_request("The model does not support 'dimensions': its embeddings have " +
+                                      std::to_string(job.model->embedding_width()) + " dimensions.",
+                                  "dimensions");
   }
   // A text certain to overflow the context is refused before tokenizing (unless it is to be truncated).
   if (!request.truncate_prompt_tokens) {
     for (const std::string& text : request.texts) {
-      if (auto error = text_too_long(model->max_model_len(), model->token_bound().min_tokens(text), text.size(),
-                                     "input", /*reserve=*/0))
-        co_return set_error(ex, *error);
+      if (auto error = text_too_long(job.model->max_model_len(), job.model->token_bound().min_tokens(text),
+                                     text.size(), "input", /*reserve=*/0))
+        return *error;
     }
   }
-  auto tokenized = co_await prep.run([&] { return input_tokens(request, *model); });
-  if (!tokenized) co_return set_error(ex, prep_pool_full(prep));
-  if (auto* error = std::get_if<proto::ApiError>(&*tokenized)) co_return set_error(ex, *error);
-  auto& inputs = std::get<std::vector<std::vector<int32_t>>>(*tokenized);
+  auto tokenized = input_tokens(request, *job.model);
+  if (auto* error = std::get_if<proto::ApiError>(&tokenized)) return *error;
+  job.inputs = std::get<std::vector<std::vector<int32_t>>>(std::move(tokenized));
+  return job;
+}
+
+asio::awaitable<void> handle_embeddings(Exchange& ex, const ModelServices& services, const config::Config& config,
+                                        PrepPool& prep) {
+  auto prepared = co_await run_prepare_job(prep, [&] { return prepare_embeddings(ex.request.body(), services, config); });
+  if (auto* error = std::get_if<proto::ApiError>(&prepared)) co_return set_error(ex, *error);
+  EmbeddingsJob& job = std::get<EmbeddingsJob>(prepared);
+  const proto::EmbeddingsRequest& request = job.request;
+  ModelService* model = job.model;
+  std::vector<std::vector<int32_t>>& inputs = job.inputs;
+  for (const std::string& field : request.ignored_fields)
+    spdlog::debug("request {}: field '{}' accepted and ignored", ex.request_id, field);
 
   const std::string id = "embd-" + proto::new_completion_id().substr(5);
   const auto now = engine::Clock::now();

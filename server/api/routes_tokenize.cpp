@@ -14,6 +14,7 @@
 #include "proto/tokenize.h"
 #include "server/api/routes_generate.h"
 #include "server/api/text_fit.h"
+#include "server/api/request_prep.h"
 #include "server/http/api_error.h"
 
 namespace sluice::server {
@@ -35,76 +36,74 @@ void set_body(Response& response, const nlohmann::ordered_json& body) {
   response.body() = proto::dump_json(body);
 }
 
-// The named model, or the only one when none is named; null after setting the error.
-ModelService* pick_model(Response& response, const ModelServices& services,
-                         const std::optional<std::string>& name) {
+// The named model, or the only one when none is named; or the error.
+OrError<ModelService*> pick_model(const ModelServices& services, const std::optional<std::string>& name) {
   if (name) {
-    ModelService* model = services.find(*name);
-    if (!model) set_api_error(response, proto::model_not_found(*name));
-    return model;
+    if (ModelService* model = services.find(*name)) return model;
+    return proto::model_not_found(*name);
   }
-  ModelService* model = services.only();
-  if (!model) {
-    set_api_error(response, proto::invalid_request("'model' is required when several models are served.", "model"));
-  }
-  return model;
+  if (ModelService* model = services.only()) return model;
+  return proto::invalid_request("'model' is required when several models are served.", "model");
 }
 
+// What a tokenize request's prepare job makes.
+struct TokenizeJob {
+  proto::TokenizeRequest request;
+  ModelService* model = nullptr;
+  std::vector<int32_t> tokens;
+};
+
 // Bounded like the generation routes: a text that cannot fit the context is
-// refused before tokenizing, and the tokenizing runs on the PrepPool.
-asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, const config::Config& config,
-                               PrepPool& prep) {
-  auto parsed_or_busy =
-      co_await prep.run([&] { return proto::parse_tokenize_request(ex.request.body(), parse_options_of(config)); });
-  if (!parsed_or_busy) co_return set_error(ex, prep_pool_full(prep));
-  auto& parsed = *parsed_or_busy;
-  if (auto* error = std::get_if<proto::ApiError>(&parsed)) co_return set_error(ex, *error);
-  auto& request = std::get<proto::TokenizeRequest>(parsed);
-  log_ignored_fields(ex, request.ignored_fields);
-  ModelService* model = pick_model(ex.response, services, request.model);
-  if (!model) co_return;
-  if (request.is_chat() && !model->has_chat_template()) {
-    co_return set_error(ex, proto::invalid_request("The model has no chat template.", "messages"));
-  }
-  const int64_t max_model_len = model->max_model_len();
+// refused before tokenizing.
+OrError<TokenizeJob> prepare_tokenize(std::string_view body, const ModelServices& services,
+                                      const config::Config& config) {
+  auto parsed = proto::parse_tokenize_request(body, parse_options_of(config));
+  if (auto* error = std::get_if<proto::ApiError>(&parsed)) return *error;
+  TokenizeJob job{.request = std::get<proto::TokenizeRequest>(std::move(parsed))};
+  const proto::TokenizeRequest& request = job.request;
+  auto picked = pick_model(services, request.model);
+  if (auto* error = std::get_if<proto::ApiError>(&picked)) return *error;
+  job.model = std::get<ModelService*>(picked);
+  ModelService& model = *job.model;
+  if (request.is_chat() && !model.has_chat_template())
+    return proto::invalid_request("The model has no chat template.", "messages");
   const std::string param = request.is_chat() ? "messages" : "prompt";
   size_t num_bytes = 0;
   int64_t min_tokens = 0;
   if (request.is_chat()) {
     for (const proto::ChatMessage& message : request.messages) num_bytes += message.content.size();
-    min_tokens = model->token_bound().min_tokens_of_bytes(num_bytes);
+    min_tokens = model.token_bound().min_tokens_of_bytes(num_bytes);
   } else {
     num_bytes = request.prompt->size();
-    min_tokens = model->token_bound().min_tokens(*request.prompt);
+    min_tokens = model.token_bound().min_tokens(*request.prompt);
   }
-  if (auto error = text_too_long(max_model_len, min_tokens, num_bytes, param, /*reserve=*/0)) {
-    co_return set_error(ex, *error);
+  if (auto error = text_too_long(model.max_model_len(), min_tokens, num_bytes, param, /*reserve=*/0)) return *error;
+  std::optional<std::string> text = request.prompt;
+  if (request.is_chat()) {
+    try {
+      text = model.render_chat(request.messages, request.add_generation_prompt, request.chat_template_kwargs);
+    } catch (const chat::TemplateError& e) {
+      return proto::invalid_request(std::string("The chat template rejected the messages: ") + e.what(), "messages");
+    }
+    if (request.continue_final_message) text = proto::continued_prompt(std::move(*text), request.messages.back().content);
   }
-  const tokenizer::Tokenizer& tok = model->tokenizer();
-  std::optional<std::optional<std::vector<int32_t>>> tokens;  // empty: the pool was full
-  try {
-    tokens = co_await prep.run([&] {
-      std::optional<std::string> text = request.prompt;
-      if (request.is_chat()) {
-        text = model->render_chat(request.messages, request.add_generation_prompt, request.chat_template_kwargs);
-        if (request.continue_final_message) text = proto::continued_prompt(std::move(*text), request.messages.back().content);
-      }
-      if (!text) return std::optional<std::vector<int32_t>>();  // the final message cannot be continued
-      return std::optional(tok.encode(*text, request.add_special_tokens, /*parse_special=*/true));
-    });
-  } catch (const chat::TemplateError& e) {
-    co_return set_error(ex, proto::invalid_request(
-                                         std::string("The chat template rejected the messages: ") + e.what(),
-                                         "messages"));
-  }
-  if (!tokens) co_return set_error(ex, prep_pool_full(prep));
-  if (!*tokens) co_return set_error(ex, proto::final_message_not_continuable());
+  if (!text) return proto::final_message_not_continuable();
+  job.tokens = model.tokenizer().encode(*text, request.add_special_tokens, /*parse_special=*/true);
+  return job;
+}
+
+asio::awaitable<void> tokenize(Exchange& ex, const ModelServices& services, const config::Config& config,
+                               PrepPool& prep) {
+  auto prepared = co_await run_prepare_job(prep, [&] { return prepare_tokenize(ex.request.body(), services, config); });
+  if (auto* error = std::get_if<proto::ApiError>(&prepared)) co_return set_error(ex, *error);
+  const TokenizeJob& job = std::get<TokenizeJob>(prepared);
+  log_ignored_fields(ex, job.request.ignored_fields);
   std::vector<std::string> strs;
-  if (request.return_token_strs) {
-    for (int32_t id : **tokens) strs.push_back(tok.token_text(id));
+  if (job.request.return_token_strs) {
+    for (int32_t id : job.tokens) strs.push_back(job.model->tokenizer().token_text(id));
   }
-  set_body(ex.response, proto::tokenize_response(**tokens, static_cast<int32_t>(max_model_len),
-                                                 request.return_token_strs ? &strs : nullptr));
+  set_body(ex.response, proto::tokenize_response(job.tokens, static_cast<int32_t>(job.model->max_model_len()),
+                                                 job.request.return_token_strs ? &strs : nullptr));
 }
 
 void detokenize(Exchange& ex, const ModelServices& services, const config::Config& config) {
@@ -112,9 +111,9 @@ void detokenize(Exchange& ex, const ModelServices& services, const config::Confi
   if (auto* error = std::get_if<proto::ApiError>(&parsed)) return set_error(ex, *error);
   auto& request = std::get<proto::DetokenizeRequest>(parsed);
   log_ignored_fields(ex, request.ignored_fields);
-  ModelService* model = pick_model(ex.response, services, request.model);
-  if (!model) return;
-  const tokenizer::Tokenizer& tok = model->tokenizer();
+  auto picked = pick_model(services, request.model);
+  if (auto* error = std::get_if<proto::ApiError>(&picked)) return set_error(ex, *error);
+  const tokenizer::Tokenizer& tok = std::get<ModelService*>(picked)->tokenizer();
   for (size_t i = 0; i < request.tokens.size(); ++i) {
     const int32_t id = request.tokens[i];
     if (id < 0 || id >= tok.vocab_size()) {
