@@ -7,16 +7,12 @@
 #include <utility>
 
 #include "backends/check.h"
+#include "backends/host_bytes.h"
 #include "engine/loader/load_error.h"
 #include "engine/models/transformer_block.h"
 
 namespace sluice::engine {
 namespace {
-
-template <typename T>
-std::span<const std::byte> bytes_of(std::span<const T> values) {
-  return std::as_bytes(values);
-}
 
 // The first row of `rows` when they are one ascending run (the common cases: all
 // rows of a decode step, the last row of one sequence), else -1.
@@ -114,7 +110,7 @@ backends::Tensor Model::run_step(const StepBatch& batch, KvCache& cache, std::sp
   // Only the logit rows are read after the last layer (unless hidden rows are asked
   // for): it runs its projections and MLP on them alone (transformer_block.h).
   if (r < t && batch.hidden_rows.empty()) {
-    if (r > 0) backend_.upload(views.logit_rows, bytes_of(batch.logit_rows));
+    if (r > 0) backend_.upload(views.logit_rows, backends::host_bytes(batch.logit_rows));
     const OutputRows rows{.ids = views.logit_rows, .hidden = views.final_hidden};
     run_layers(views, batch.sequences, cache, &rows);
     if (r == 0) return {};
@@ -132,9 +128,9 @@ backends::Tensor Model::run_step(const StepBatch& batch, KvCache& cache, std::sp
 void Model::begin_step(const Workspace::Views& views, std::span<const int32_t> ids,
                        std::span<const int32_t> positions, std::span<const int32_t> slots,
                        std::span<const backends::SequenceSlice> sequences) {
-  backend_.upload(views.token_ids, bytes_of(ids));
-  backend_.upload(views.positions, bytes_of(positions));
-  backend_.upload(views.kv_slots, bytes_of(slots));
+  backend_.upload(views.token_ids, backends::host_bytes(ids));
+  backend_.upload(views.positions, backends::host_bytes(positions));
+  backend_.upload(views.kv_slots, backends::host_bytes(slots));
   backend_.begin_step(sequences, static_cast<int64_t>(ids.size()));
 }
 
@@ -224,7 +220,7 @@ backends::Tensor Model::final_logits(const StepBatch& batch, const Workspace::Vi
     backend_.rms_norm(views.hidden.slice(start, r), weights_.output_norm, hparams_.norm_eps,
                       views.final_hidden);
   } else {
-    backend_.upload(views.logit_rows, bytes_of(batch.logit_rows));
+    backend_.upload(views.logit_rows, backends::host_bytes(batch.logit_rows));
     backend_.embed(views.hidden, views.logit_rows, views.final_hidden);
     backend_.rms_norm(views.final_hidden, weights_.output_norm, hparams_.norm_eps, views.final_hidden);
   }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "backends/host_bytes.h"
 #include "engine/models/hparams.h"
 #include "engine/models/kv_cache.h"
 #include "engine/tts/codec/codec_encoder.h"
@@ -27,11 +28,6 @@ using backends::Tensor;
 namespace {
 
 constexpr int64_t kBlockSize = 16;
-
-template <class T>
-std::span<const std::byte> bytes_of(const std::vector<T>& v) {
-  return std::as_bytes(std::span<const T>(v));
-}
 
 }  // namespace
 
@@ -55,7 +51,7 @@ void CodecEncoder::run_transformer(const Tensor& x) {
   const Tensor positions = call.make(DType::I32, {t});
   std::vector<int32_t> index(static_cast<size_t>(t));
   std::iota(index.begin(), index.end(), 0);
-  be.upload(positions, bytes_of(index));  // frame p sits at position p and KV slot p
+  be.upload(positions, backends::host_bytes(index));  // frame p sits at position p and KV slot p
 
   backends::SequenceSlice sequence;
   sequence.num_queries = static_cast<int32_t>(t);

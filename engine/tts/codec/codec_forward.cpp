@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/host_bytes.h"
 #include "engine/models/transformer_block.h"
 #include "engine/tts/codec/codec_decoder.h"
 #include "engine/tts/codec/codec_scratch.h"
@@ -19,11 +20,6 @@ namespace {
 // A [rows, channels] F32 activation at the start of a scratch buffer.
 Tensor act(backends::Buffer* buffer, int64_t rows, int64_t channels) {
   return Tensor::make(buffer, 0, DType::F32, {rows, channels});
-}
-
-template <class T>
-std::span<const std::byte> bytes_of(const std::vector<T>& v) {
-  return std::as_bytes(std::span<const T>(v));
 }
 
 // Walks the stream's conv sites in pipeline order: open() puts a site's saved
@@ -227,7 +223,7 @@ void CodecDecoder::decode_group(std::span<const CodecPiece> pieces) {
 
   // --- RVQ: the sum of each codebook's (projected) row.
   const Tensor id_tensor = Tensor::make(s.ids.get(), 0, DType::I32, {q * n});
-  be.upload(id_tensor, bytes_of(ids));
+  be.upload(id_tensor, backends::host_bytes(ids));
   const Tensor rvq = act(s.t1.get(), n, c.codebook_dim);
   const Tensor row = act(s.t2.get(), n, c.codebook_dim);
   be.embed(w.codebooks, id_tensor.slice(0, n), rvq);
@@ -247,8 +243,8 @@ void CodecDecoder::decode_group(std::span<const CodecPiece> pieces) {
   in.take(out, 1, latent);
   stage("pre_conv", latent);
   const Workspace::Views views = s.workspace.views(n, 0);
-  be.upload(views.positions, bytes_of(positions));
-  be.upload(views.kv_slots, bytes_of(slots));
+  be.upload(views.positions, backends::host_bytes(positions));
+  be.upload(views.kv_slots, backends::host_bytes(slots));
   be.matmul(latent, w.input_proj_w, views.hidden);
   be.add_bias(views.hidden, w.input_proj_b, views.hidden);
   be.begin_step(sequences, n);

@@ -8,6 +8,7 @@
 
 #include "backends/conv_int16.h"
 #include "backends/conv_panels.h"
+#include "backends/host_bytes.h"
 #include "engine/loader/load_stop.h"
 
 namespace sluice::engine::tts {
@@ -15,10 +16,6 @@ namespace {
 
 using backends::DType;
 using backends::Tensor;
-
-std::span<const std::byte> bytes_of(const std::vector<float>& v) {
-  return std::as_bytes(std::span<const float>(v));
-}
 
 // Reads tensors from the set, reshapes them on the host and uploads the result.
 class Loader {
@@ -34,7 +31,7 @@ class Loader {
   Tensor upload(const std::vector<float>& values, std::initializer_list<int64_t> shape) {
     auto& buffer = out_.buffers.emplace_back(backend_.allocate(values.size() * sizeof(float)));
     const Tensor t = Tensor::make(buffer.get(), 0, DType::F32, shape);
-    backend_.upload(t, bytes_of(values));
+    backend_.upload(t, backends::host_bytes(values));
     return t;
   }
 

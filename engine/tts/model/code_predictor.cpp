@@ -1,6 +1,7 @@
 #include "engine/tts/model/code_predictor.h"
 
 #include "backends/check.h"
+#include "backends/host_bytes.h"
 #include "engine/models/architecture.h"
 #include "engine/models/transformer_block.h"
 
@@ -9,11 +10,6 @@ namespace {
 
 using backends::DType;
 using backends::Tensor;
-
-template <typename T>
-std::span<const std::byte> bytes_of(const std::vector<T>& values) {
-  return std::as_bytes(std::span<const T>(values));
-}
 
 }  // namespace
 
@@ -71,7 +67,7 @@ void CodePredictor::predict(const Tensor& talker_hidden, std::span<const int32_t
   backend_.copy(talker_hidden, src.slice(0, r));
   ids_.assign(c0.begin(), c0.end());
   const Tensor ids = ids_buf_.view(backend_, DType::I32, {n});
-  backend_.upload(ids, bytes_of(ids_));
+  backend_.upload(ids, backends::host_bytes(ids_));
   backend_.embed(weights_.talker.codec_embedding, ids, src.slice(r, n));
   map_.clear();
   for (int64_t i = 0; i < n; ++i) {
@@ -79,7 +75,7 @@ void CodePredictor::predict(const Tensor& talker_hidden, std::span<const int32_t
     map_.push_back(static_cast<int32_t>(r + i));
   }
   const Tensor map = map_buf_.view(backend_, DType::I32, {2 * n});
-  backend_.upload(map, bytes_of(map_));
+  backend_.upload(map, backends::host_bytes(map_));
   const Tensor gathered = gathered_.view(backend_, DType::F32, {2 * n, d});
   backend_.embed(src, map, gathered);
 
@@ -126,7 +122,7 @@ void CodePredictor::predict(const Tensor& talker_hidden, std::span<const int32_t
       logit_rows_.push_back(static_cast<int32_t>(i));
       ids_[static_cast<size_t>(i)] = codes[static_cast<size_t>(i * groups + j)];
     }
-    backend_.upload(ids, bytes_of(ids_));
+    backend_.upload(ids, backends::host_bytes(ids_));
     const Tensor rows = gathered.slice(0, n);
     backend_.embed(weights_.predictor.codec_embeddings[static_cast<size_t>(j - 1)], ids, rows);
     const Workspace::Views views = workspace_.views(n, n);

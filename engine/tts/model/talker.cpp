@@ -1,6 +1,7 @@
 #include "engine/tts/model/talker.h"
 
 #include "backends/check.h"
+#include "backends/host_bytes.h"
 #include "engine/models/architecture.h"
 #include "engine/models/transformer_block.h"
 
@@ -9,11 +10,6 @@ namespace {
 
 using backends::DType;
 using backends::Tensor;
-
-template <typename T>
-std::span<const std::byte> bytes_of(const std::vector<T>& values) {
-  return std::as_bytes(std::span<const T>(values));
-}
 
 // Row indices where a missing part (-1) points at the zero row `zero_row`.
 std::vector<int32_t> with_zero_row(std::span<const int32_t> map, int32_t zero_row) {
@@ -91,10 +87,10 @@ void Talker::build_inputs(const TalkerStep& s, const Workspace::Views& views) {
   const Tensor codec = codec_out_.view(backend_, DType::F32, {n_codec + n_speaker + 1, d});
   if (n_codec > 0) {
     const Tensor ids = codec_ids_.view(backend_, DType::I32, {n_codec});
-    backend_.upload(ids, bytes_of(s.codec_ids));
+    backend_.upload(ids, backends::host_bytes(s.codec_ids));
     backend_.embed(w.codec_embedding, ids, codec.slice(0, n_codec));
   }
-  if (n_speaker > 0) backend_.upload(codec.slice(n_codec, n_speaker), bytes_of(s.speaker_vectors));
+  if (n_speaker > 0) backend_.upload(codec.slice(n_codec, n_speaker), backends::host_bytes(s.speaker_vectors));
   backend_.fill_zero(codec.slice(n_codec + n_speaker, 1));
   if (s.num_feedback > 0) {
     // Feedback rows: C(c0) + sum_j cp.codec_embedding[j-1](c_j), added in codebook
@@ -102,7 +98,7 @@ void Talker::build_inputs(const TalkerStep& s, const Workspace::Views& views) {
     const int64_t f = s.num_feedback;
     const Tensor rows = codec.slice(n_codec - f, f);
     const Tensor ids = feedback_ids_.view(backend_, DType::I32, {static_cast<int64_t>(s.feedback_codes.size())});
-    backend_.upload(ids, bytes_of(s.feedback_codes));
+    backend_.upload(ids, backends::host_bytes(s.feedback_codes));
     const Tensor add = feedback_add_.view(backend_, DType::F32, {f, d});
     for (int32_t j = 1; j < config_.num_code_groups; ++j) {
       backend_.embed(weights_.predictor.codec_embeddings[static_cast<size_t>(j - 1)], ids.slice((j - 1) * f, f), add);
@@ -112,8 +108,8 @@ void Talker::build_inputs(const TalkerStep& s, const Workspace::Views& views) {
 
   const Tensor text_map = text_map_.view(backend_, DType::I32, {t});
   const Tensor codec_map = codec_map_.view(backend_, DType::I32, {t});
-  backend_.upload(text_map, bytes_of(with_zero_row(s.text_of_row, static_cast<int32_t>(n_text))));
-  backend_.upload(codec_map, bytes_of(with_zero_row(s.codec_of_row, static_cast<int32_t>(n_codec + n_speaker))));
+  backend_.upload(text_map, backends::host_bytes(with_zero_row(s.text_of_row, static_cast<int32_t>(n_text))));
+  backend_.upload(codec_map, backends::host_bytes(with_zero_row(s.codec_of_row, static_cast<int32_t>(n_codec + n_speaker))));
   backend_.embed(text, text_map, views.hidden);     // hidden [T, d]
   backend_.embed(codec, codec_map, views.branch);   // branch [T, d] as scratch
   backend_.add(views.hidden, views.branch, views.hidden);
@@ -137,15 +133,15 @@ void Talker::forward(const TalkerStep& s, KvCache& cache, std::span<float> logit
                "Talker::forward: logits span is not R x vocab");
   const Workspace::Views views = workspace_.views(t, r);
   build_inputs(s, views);
-  backend_.upload(views.positions, bytes_of(s.positions));
-  backend_.upload(views.kv_slots, bytes_of(s.kv_slots));
+  backend_.upload(views.positions, backends::host_bytes(s.positions));
+  backend_.upload(views.kv_slots, backends::host_bytes(s.kv_slots));
   backend_.begin_step(s.sequences, t);
   const Architecture arch = qwen3_architecture();
   const StepContext step{backend_, config_.talker, arch, views, s.sequences};
   // final_hidden [R, d]: the last row of each sampling sequence, gathered and normed.
   // When that is fewer rows than the step (a prompt's prefill), the last layer runs
   // its projections and MLP on them alone (transformer_block.h; same bits).
-  backend_.upload(views.logit_rows, bytes_of(s.logit_rows));
+  backend_.upload(views.logit_rows, backends::host_bytes(s.logit_rows));
   if (r < t) {
     const OutputRows rows{.ids = views.logit_rows, .hidden = views.final_hidden};
     transformer_layers(step, weights_.talker.layers, cache, &rows);

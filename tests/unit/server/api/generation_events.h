@@ -14,7 +14,7 @@
 
 #include "engine/request.h"
 #include "engine/request_stream.h"
-#include "server/api/generation_job.h"
+#include "server/api/generation/generation_job.h"
 
 namespace sluice::server::testing {
 

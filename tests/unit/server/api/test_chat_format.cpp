@@ -1,7 +1,7 @@
 // server/api/chat_format: the fold as /v1/chat/completions answers it: role chunks
 // first, content deltas, finish chunks, the usage chunk; whole messages with
 // "content" logprobs.
-#include "server/api/chat_format.h"
+#include "server/api/generation/chat_format.h"
 
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/api/generation_job.h"
+#include "server/api/generation/generation_job.h"
 #include "tests/unit/server/api/generation_events.h"
 
 namespace sluice::server {

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "server/api/chat_format.h"
-#include "server/api/generation_job.h"
+#include "server/api/generation/chat_format.h"
+#include "server/api/generation/generation_job.h"
 #include "tests/unit/server/api/generation_events.h"
 
 namespace sluice::server {

@@ -9,8 +9,8 @@
 #include "engine/chat/chat_template.h"
 #include "proto/chat.h"
 #include "proto/chat_render.h"
-#include "server/api/chat_generic_tools.h"
-#include "server/api/chat_tools.h"
+#include "server/api/generation/chat_generic_tools.h"
+#include "server/api/generation/chat_tools.h"
 #include "server/services/model_service.h"
 #include "tests/unit/fixtures_dir.h"
 

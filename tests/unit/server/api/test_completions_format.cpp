@@ -1,7 +1,7 @@
 // server/api/completions_format: what only /v1/completions does with the fold:
 // logprobs as parallel arrays with text offsets, echo (and the echoed prompt's
 // scored tokens), best_of ranking, and max_tokens 0 scoring.
-#include "server/api/completions_format.h"
+#include "server/api/openai/completions_format.h"
 
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/api/generation_job.h"
+#include "server/api/generation/generation_job.h"
 #include "tests/unit/server/api/generation_events.h"
 
 namespace sluice::server {

@@ -3,7 +3,7 @@
 // itself (text, tokens, usage, finishes, failures, timeouts, several prompts) with
 // the completions format. Echo, logprobs and best_of: test_completions_format.cpp;
 // chat: test_chat_format.cpp.
-#include "server/api/generation_job.h"
+#include "server/api/generation/generation_job.h"
 
 #include <doctest/doctest.h>
 
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/api/completions_format.h"
+#include "server/api/openai/completions_format.h"
 #include "tests/unit/server/api/generation_events.h"
 
 namespace sluice::server {

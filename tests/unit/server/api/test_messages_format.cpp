@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "server/api/generation_job.h"
-#include "server/api/messages_format.h"
+#include "server/api/generation/generation_job.h"
+#include "server/api/anthropic/messages_format.h"
 #include "tests/unit/server/api/generation_events.h"
 
 namespace sluice::server {

@@ -1,6 +1,6 @@
 // What routers read from a replica: the shapes of /get_load, /load, /get_server_info
 // and /get_model_info (replica_info.h).
-#include "server/api/replica_info.h"
+#include "server/api/replica/replica_info.h"
 
 #include <doctest/doctest.h>
 

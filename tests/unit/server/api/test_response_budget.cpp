@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "server/api/response_budget.h"
+#include "server/api/generation/response_budget.h"
 
 namespace sluice::server {
 namespace {

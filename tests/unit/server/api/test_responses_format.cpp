@@ -1,7 +1,7 @@
 // server/api/responses_format: the Responses API's response object and its named
 // SSE events: items opened and closed in order, sequence numbers increasing, the
 // streamed deltas adding up to the whole object's items, incomplete on max tokens.
-#include "server/api/responses_format.h"
+#include "server/api/responses/responses_format.h"
 
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/api/generation_job.h"
+#include "server/api/generation/generation_job.h"
 #include "tests/unit/server/api/generation_events.h"
 
 namespace sluice::server {

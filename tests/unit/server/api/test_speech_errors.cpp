@@ -1,5 +1,5 @@
 // What a speech client is told when its audio does not come whole.
-#include "server/api/speech_errors.h"
+#include "server/api/speech/speech_errors.h"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // The speech routes before any speech model is in.
-#include "server/api/routes_speech.h"
-#include "server/api/routes_voices.h"
+#include "server/api/speech/routes_speech.h"
+#include "server/api/speech/routes_voices.h"
 
 #include <doctest/doctest.h>
 
