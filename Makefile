@@ -65,7 +65,9 @@ test-cpu-only: deps test-models
 	SLUICE_REQUIRE_MODELS=1 build-cpu/tests/sluice_unit_tests
 
 # The unit and end-to-end tests again, on a CPU-only daemon built with AddressSanitizer
-# and UndefinedBehaviorSanitizer (g++ runtimes). Any report fails the run: UBSan does
+# and UndefinedBehaviorSanitizer (g++ runtimes), the two suites side by side (-j2: the
+# end-to-end tests wait on their daemons much of the time; docs/testing.md has the
+# figures). Any report fails the run: UBSan does
 # not recover, ASan aborts, LeakSanitizer checks every process at exit. No report
 # is suppressed: the whole suite runs clean.
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -84,7 +86,7 @@ test-sanitize: deps test-models venv
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_OPT)" \
 	  -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS) $(DEBUG_PREFIX_MAP)" -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" $(CMAKE_ARGS)
 	cmake --build build-asan --target sluice sluice_unit_tests
-	$(SANITIZE_ENV) ctest --test-dir build-asan --output-on-failure
+	$(SANITIZE_ENV) ctest --test-dir build-asan --output-on-failure -j2
 
 # The libFuzzer targets (tests/fuzz/: clang, ASan + UBSan), built in their own tree and
 # run one after another for FUZZ_SECONDS each on a copy of their committed seeds.
