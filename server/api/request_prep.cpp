@@ -5,8 +5,7 @@
 namespace sluice::server {
 
 OrError<OutputConstraint> compile_output_constraint(ModelService& model, const proto::GenerationOptions& options) {
-  OutputConstraint out;
-  if (!options.structured_output) return out;
+  if (!options.structured_output) return OutputConstraint{};
   const proto::StructuredOutput& constraint = *options.structured_output;
   grammar::CompiledSpec spec;
   try {
@@ -14,6 +13,11 @@ OrError<OutputConstraint> compile_output_constraint(ModelService& model, const p
   } catch (const grammar::GrammarError& e) {
     return proto::invalid_request("Invalid '" + constraint.param + "': " + e.what(), constraint.param);
   }
+  return output_constraint(std::move(spec));
+}
+
+OutputConstraint output_constraint(grammar::CompiledSpec spec) {
+  OutputConstraint out;
   for (const std::string& item : spec.unenforced) out.unenforced += (out.unenforced.empty() ? "" : "; ") + item;
   out.grammar = std::move(spec.grammar);
   return out;

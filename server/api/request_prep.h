@@ -33,6 +33,9 @@ struct OutputConstraint {
   std::string unenforced;                         // "; "-joined, "" when all is enforced
 };
 
+// A compiled spec as the constraint the engine and the response header take.
+OutputConstraint output_constraint(grammar::CompiledSpec spec);
+
 // The request's structured-output constraint compiled (a large schema on a large
 // vocabulary can take a while the first time; the model's cache keeps it).
 OrError<OutputConstraint> compile_output_constraint(ModelService& model, const proto::GenerationOptions& options);

@@ -34,10 +34,7 @@ OrError<OutputConstraint> compile_tool_constraint(ModelService& model, const pro
   } catch (const grammar::GrammarError& e) {
     return proto::invalid_request(std::string("The tools cannot be enforced: ") + e.what(), "tools");
   }
-  OutputConstraint constraint;
-  for (const std::string& item : spec.unenforced)
-    constraint.unenforced += (constraint.unenforced.empty() ? "" : "; ") + item;
-  constraint.grammar = std::move(spec.grammar);
+  OutputConstraint constraint = output_constraint(std::move(spec));
   if (plan.lazy) constraint.trigger = grammar_trigger(plan, model.chat_syntax());
   return constraint;
 }
