@@ -257,7 +257,7 @@ class GbnfParser {
     std::string bytes;
     while (peek() != '"') {
       if (at_end()) fail(open, "string literal is never closed");
-      utf8::append(bytes, parse_char());
+      tokenizer::utf8::append_codepoint(bytes, parse_char());
     }
     ++pos_;
     const Alternative literal = builder_.literal(bytes);

@@ -1,5 +1,5 @@
 #pragma once
-// UTF-8 decoding and encoding for the grammar front ends, which read patterns and
+// UTF-8 decoding (strict) for the grammar front ends, which read patterns and
 // grammars as code points and write literals as bytes. Strict: overlong forms,
 // surrogates and values past U+10FFFF are invalid (they cannot appear in a byte string
 // the matcher would have to match as UTF-8).
@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "engine/tokenizer/utf8.h"
 
 namespace sluice::grammar::utf8 {
 
@@ -44,28 +46,10 @@ inline std::optional<uint32_t> decode(std::string_view text, size_t& pos) {
   return cp;
 }
 
-// Appends the UTF-8 encoding of `cp`, which must be a scalar value (is_scalar).
-inline void append(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
+// The UTF-8 bytes of `cp`, which must be a scalar value (is_scalar).
 inline std::string encode(uint32_t cp) {
   std::string out;
-  append(out, cp);
+  tokenizer::utf8::append_codepoint(out, cp);
   return out;
 }
 

@@ -26,7 +26,26 @@ bool is_valid(std::string_view text);
 // U+FFFD, the way decoders show invalid input.
 std::string sanitize(std::string_view text);
 
-void append_codepoint(std::string& out, uint32_t codepoint);
+// Appends the UTF-8 encoding of `cp` (at most U+10FFFF). The one encoder of the
+// project: the tokenizer, the grammar front ends and the Jinja lexer use it (inline,
+// so that a fuzz target of any of them needs no other library).
+inline void append_codepoint(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
 
 // GPT-2's reversible byte -> printable-character mapping used by byte-level BPE
 // vocabularies: printable Latin-1 bytes map to themselves, the other 68 to U+0100...

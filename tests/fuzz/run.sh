@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets built in BUILD_DIR (tests/fuzz/CMakeLists.txt) one after
-# another, each for SECONDS, niced, on a throwaway copy of its committed seeds. Any
+# Runs the libFuzzer targets built in BUILD_DIR (tests/fuzz/CMakeLists.txt), each for
+# SECONDS, niced, on a throwaway copy of its committed seeds, FUZZ_JOBS of them at a
+# time (default: one per core; each fuzzer is one process on one core). Any
 # finding (crash, sanitizer report, leak, timeout, out-of-memory) fails the run, after
 # every target has had its turn; the log's tail and the reproducer are printed.
 #
-#   tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET...]     (all six when none is named)
+#   tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET...]     (all seven when none is named)
 #
 # Everything a run writes stays under BUILD_DIR/run/<target>/: corpus/ (the seeds
 # copied, then what the fuzzer adds), artifacts/ (reproducers), log.
@@ -49,18 +50,14 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # The word after `key` where the log last has it: last_value LOG ' cov:' -> 1234.
 last_value() { grep -o "$2 *[^ ]*" "$1" | tail -n 1 | awk '{print $NF}'; }
 
-failed=()
-summary=()
-started=$SECONDS
-for t in "${targets[@]}"; do
-  work=$build/run/$t
+# Fuzzes target $1, then leaves its exit code and summary line in its work folder.
+run_target() {
+  local t=$1 work=$build/run/$1 extra=() t0=$SECONDS rc took
   rm -rf "$work"
   mkdir -p "$work/corpus" "$work/artifacts"
   cp "$root/tests/fuzz/corpus/$t/"* "$work/corpus/"
-  extra=()
   [ -n "${seeds[$t]:-}" ] && extra=("$root/${seeds[$t]}")
   echo "fuzz: $t for ${seconds} s (log: $work/log)"
-  t0=$SECONDS
   # The outer timeout only guards against a fuzzer that stops answering at all.
   (cd "$work" && nice -n 19 timeout -k 10 $((seconds + 600)) "$build/$t" \
       corpus "${extra[@]}" -max_total_time="$seconds" -max_len="${max_len[$t]}" \
@@ -68,16 +65,30 @@ for t in "${targets[@]}"; do
       -artifact_prefix=artifacts/ -print_final_stats=1) >"$work/log" 2>&1
   rc=$?
   took=$((SECONDS - t0))
-  runs=$(last_value "$work/log" stat::number_of_executed_units:)
-  rate=$(last_value "$work/log" stat::average_exec_per_sec:)
-  cov=$(last_value "$work/log" ' cov:')
-  ft=$(last_value "$work/log" ' ft:')
-  corp=$(last_value "$work/log" ' corp:')
-  slowest=$(last_value "$work/log" stat::slowest_unit_time_sec:)
-  rss=$(last_value "$work/log" stat::peak_rss_mb:)
-  line=$(printf '%-20s %4s s  runs %9s  exec/s %6s  cov %5s  ft %6s  corpus %9s  slowest %2s s  rss %4s MB' \
-    "$t" "$took" "${runs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "${slowest:-?}" "${rss:-?}")
-  if [ "$rc" -eq 0 ]; then
+  printf '%-20s %4s s  runs %9s  exec/s %6s  cov %5s  ft %6s  corpus %9s  slowest %2s s  rss %4s MB\n' \
+    "$t" "$took" "$(last_value "$work/log" stat::number_of_executed_units:)" \
+    "$(last_value "$work/log" stat::average_exec_per_sec:)" "$(last_value "$work/log" ' cov:')" \
+    "$(last_value "$work/log" ' ft:')" "$(last_value "$work/log" ' corp:')" \
+    "$(last_value "$work/log" stat::slowest_unit_time_sec:)" "$(last_value "$work/log" stat::peak_rss_mb:)" \
+    >"$work/summary"
+  echo "$rc" >"$work/rc"
+}
+
+started=$SECONDS
+max_jobs=${FUZZ_JOBS:-$(nproc)}
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$max_jobs" ]; do wait -n; done
+  run_target "$t" &
+done
+wait
+
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+  work=$build/run/$t
+  rc=$(cat "$work/rc" 2>/dev/null || echo "?")
+  line=$(cat "$work/summary" 2>/dev/null || echo "$t (no summary)")
+  if [ "$rc" = 0 ]; then
     summary+=("ok    $line")
     continue
   fi
@@ -93,12 +104,12 @@ for t in "${targets[@]}"; do
       echo "    $file"
       echo "    base64 (echo '...' | base64 -d > FILE): $(base64 -w0 "$file")"
     done <<<"$reproducers"
-  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     echo "fuzz: $t did not stop $((seconds + 600)) s after it started; killed"
   fi
 done
 
-echo "fuzz: ${#targets[@]} target(s), ${seconds} s each, $((SECONDS - started)) s in all"
+echo "fuzz: ${#targets[@]} target(s), ${seconds} s each, ${max_jobs} at a time, $((SECONDS - started)) s in all"
 printf '  %s\n' "${summary[@]}"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: FAILED: ${failed[*]} (logs and reproducers under $build/run/<target>/)"

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "engine/chat/jinja/text.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace sluice::chat {
 namespace {
@@ -16,24 +17,6 @@ constexpr std::array<std::string_view, 26> kOperators = {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
 
 // Jinja's source normalization: \r\n and \r become \n; one trailing newline goes.
 std::string normalize(std::string_view source) {
@@ -322,7 +305,7 @@ class Lexer {
             code = code * 16 + static_cast<char32_t>(d);
           }
           if (code > 0x10FFFF) fail(i - 2, "illegal Unicode character");
-          append_utf8(value, code);
+          tokenizer::utf8::append_codepoint(value, code);
           i += n;
           break;
         }
@@ -332,7 +315,7 @@ class Lexer {
             for (int k = 0; k < 2 && i < src_.size() && src_[i] >= '0' && src_[i] <= '7'; ++k) {
               code = code * 8 + static_cast<char32_t>(src_[i++] - '0');
             }
-            append_utf8(value, code);
+            tokenizer::utf8::append_codepoint(value, code);
           } else {
             value += '\\';
             value += e;

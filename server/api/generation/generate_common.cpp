@@ -1,14 +1,13 @@
 #include "server/api/generation/generate_common.h"
 
 #include <chrono>
-#include <exception>
 
 #include "server/api/generation/response_budget.h"
 #include "server/http/api_error.h"
+#include "server/api/stream_pump.h"
 #include "server/api/submit_error.h"
 #include "server/http/chunked_writer.h"
 #include "server/http/client_identity.h"
-#include "server/http/stream_watch.h"
 
 namespace sluice::server {
 
@@ -17,13 +16,6 @@ TokenPiece token_piece(const ModelService& model) {
 }
 
 namespace {
-
-void cancel_all(GenerationJob& job, ModelService& model) {
-  for (JobPart& part : job.parts()) {
-    part.stream->cancel();
-    model.engine().abort(part.stream->request_id());
-  }
-}
 
 // Submits one engine request per prompt, all or nothing: the engine validates every
 // prompt before it queues any, so a refusal of a later prompt aborts nothing. The
@@ -75,13 +67,13 @@ std::optional<proto::ApiError> submit(GenerationJob& job, ModelService& model, c
   return std::nullopt;
 }
 
-asio::awaitable<void> answer_whole(Exchange& ex, GenerationJob& job, ModelService& model, StreamWatch& watch) {
-  while (!job.is_done() && !watch.is_client_gone()) {
+asio::awaitable<void> answer_whole(Exchange& ex, GenerationJob& job, StreamPump& pump) {
+  const StreamPump::Step fold = [&job]() -> asio::awaitable<bool> {
     job.fold_waiting(/*streaming=*/false);
-    if (!job.is_done()) co_await watch.wait();
-  }
-  if (watch.is_client_gone()) {
-    cancel_all(job, model);
+    co_return job.is_done();
+  };
+  const bool complete = co_await pump.run(fold);
+  if (!complete) {
     set_error(ex, {499, "The client closed the request.", "invalid_request_error", "", "client_closed"});
     co_return;
   }
@@ -98,21 +90,22 @@ asio::awaitable<void> answer_whole(Exchange& ex, GenerationJob& job, ModelServic
   ex.response.body() = job.whole_body();
 }
 
-asio::awaitable<void> answer_stream(Exchange& ex, GenerationJob& job, ModelService& model, StreamWatch& watch) {
+asio::awaitable<void> answer_stream(Exchange& ex, GenerationJob& job, StreamPump& pump) {
   ChunkedWriter writer(ex, "text/event-stream");
   const std::string opening = job.open_stream();
   bool ok = co_await writer.begin();
   if (ok) ok = co_await writer.send(opening);
   bool failed = false;
-  while (ok && !job.is_done() && !watch.is_client_gone()) {
+  const StreamPump::Step fold_and_send = [&]() -> asio::awaitable<bool> {
     const std::string events = job.fold_waiting(/*streaming=*/true);
     ok = co_await writer.send(events);
-    if ((failed = job.has_failed())) break;
-    if (ok && !job.is_done()) co_await watch.wait();
-  }
-  if (!ok || watch.is_client_gone() || failed) cancel_all(job, model);
-  if (!ok || watch.is_client_gone()) co_return;  // nobody to tell
+    failed = job.has_failed();
+    co_return !ok || failed || job.is_done();
+  };
+  if (ok) co_await pump.run(fold_and_send);
+  if (!ok || pump.is_client_gone()) co_return;  // nobody to tell
   if (failed) {
+    pump.cancel_unfinished();  // the other choices stop before the error event goes out
     const std::string error_event = job.error_event(job.failure_error(ex.request_id));
     co_await writer.send(error_event);
     co_await writer.end();
@@ -137,21 +130,14 @@ asio::awaitable<void> generate(Exchange& ex, ModelService& model, GenerationJob&
     set_error(ex, *error);
     co_return;
   }
-  StreamWatch watch(co_await asio::this_coro::executor, ex.connection);
-  for (JobPart& part : job.parts()) watch.attach(*part.stream);
-  std::exception_ptr failure;
-  try {
-    if (options.stream && ex.connection) {
-      co_await answer_stream(ex, job, model, watch);
-    } else {
-      co_await answer_whole(ex, job, model, watch);
-    }
-  } catch (...) {
-    failure = std::current_exception();
-    cancel_all(job, model);
-  }
-  co_await watch.finish();
-  if (failure) std::rethrow_exception(failure);
+  std::vector<std::shared_ptr<engine::RequestStream>> streams;
+  for (JobPart& part : job.parts()) streams.push_back(part.stream);
+  const bool streaming = options.stream && ex.connection;
+  const StreamPump::Abort abort = engine_abort(model);
+  const StreamPump::Answer answer = [&](StreamPump& pump) {
+    return streaming ? answer_stream(ex, job, pump) : answer_whole(ex, job, pump);
+  };
+  co_await pump_streams(ex, streams, abort, answer);
 }
 
 void log_ignored(const Exchange& ex, const proto::GenerationOptions& options) {

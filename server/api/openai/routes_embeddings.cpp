@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,10 +12,10 @@
 #include "proto/embeddings.h"
 #include "proto/errors.h"
 #include "proto/responses.h"
+#include "server/api/stream_pump.h"
 #include "server/api/submit_error.h"
 #include "server/api/text_fit.h"
 #include "server/http/client_identity.h"
-#include "server/http/stream_watch.h"
 #include "server/services/model_service.h"
 #include "server/api/request_prep.h"
 #include "server/http/api_error.h"
@@ -65,36 +64,27 @@ std::variant<std::vector<std::vector<int32_t>>, proto::ApiError> input_tokens(pr
 
 // Every input's vector, or the error the response is. Waits on the strand.
 asio::awaitable<std::variant<std::vector<std::vector<float>>, proto::ApiError>> collect(
-    Exchange& ex, ModelService& model, std::vector<std::shared_ptr<engine::RequestStream>>& streams) {
-  StreamWatch watch(co_await asio::this_coro::executor, ex.connection);
-  for (auto& stream : streams) watch.attach(*stream);
+    Exchange& ex, ModelService& model, std::vector<std::shared_ptr<engine::RequestStream>> streams) {
   std::vector<std::optional<engine::ChoiceFinish>> finishes(streams.size());
   size_t num_finished = 0;
-  std::exception_ptr failure;
-  try {
-    while (num_finished < streams.size() && !watch.is_client_gone()) {
-      for (size_t i = 0; i < streams.size(); ++i) {
-        while (std::optional<engine::RequestEvent> event = streams[i]->try_pop()) {
-          if (auto* finish = std::get_if<engine::ChoiceFinish>(&*event)) {
-            finishes[i] = std::move(*finish);
-            ++num_finished;
-          }
+  const StreamPump::Step take_finishes = [&]() -> asio::awaitable<bool> {
+    for (size_t i = 0; i < streams.size(); ++i) {
+      while (std::optional<engine::RequestEvent> event = streams[i]->try_pop()) {
+        if (auto* finish = std::get_if<engine::ChoiceFinish>(&*event)) {
+          finishes[i] = std::move(*finish);
+          ++num_finished;
         }
       }
-      if (num_finished < streams.size()) co_await watch.wait();
     }
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  if (failure || watch.is_client_gone()) {
-    for (auto& stream : streams) {
-      stream->cancel();
-      model.engine().abort(stream->request_id());
-    }
-  }
-  co_await watch.finish();
-  if (failure) std::rethrow_exception(failure);
-  if (watch.is_client_gone())
+    co_return num_finished == streams.size();
+  };
+  bool complete = false;
+  const StreamPump::Abort abort = engine_abort(model);
+  const StreamPump::Answer answer = [&](StreamPump& pump) -> asio::awaitable<void> {
+    complete = co_await pump.run(take_finishes);
+  };
+  co_await pump_streams(ex, streams, abort, answer);
+  if (!complete)
     co_return proto::ApiError{499, "The client closed the request.", "invalid_request_error", "", "client_closed"};
   std::vector<std::vector<float>> vectors;
   for (size_t i = 0; i < finishes.size(); ++i) {
@@ -183,7 +173,7 @@ asio::awaitable<void> handle_embeddings(Exchange& ex, const ModelServices& servi
   std::vector<std::shared_ptr<engine::RequestStream>> streams;
   const engine::SubmitResult submitted = model->engine().submit_all(std::move(requests), streams);
   if (!submitted.ok()) co_return set_error(ex, submit_error(submitted));
-  auto result = co_await collect(ex, *model, streams);
+  auto result = co_await collect(ex, *model, std::move(streams));
   if (auto* error = std::get_if<proto::ApiError>(&result)) {
     if (error->code == "timeout" || error->code == "queue_timeout") {
       co_return set_timeout_error(ex, error->code == "queue_timeout");

@@ -34,7 +34,7 @@
 #include "server/api/speech/speech_clone.h"
 #include "server/api/speech/speech_errors.h"
 #include "server/services/speech_service.h"
-#include "server/http/stream_watch.h"
+#include "server/api/stream_pump.h"
 #include "server/api/submit_error.h"
 #include "server/api/request_prep.h"
 #include "server/http/api_error.h"
@@ -107,14 +107,15 @@ asio::awaitable<std::string> off_io(PrepPool& encoder, Encode encode) {
   co_return bytes ? std::move(*bytes) : encode();
 }
 
-// Waits for events until the speech finishes or the client leaves; returns the
-// audio bytes made meanwhile.
-asio::awaitable<std::string> next_bytes(SpeechJob& job, StreamWatch& watch, PrepPool& encoder) {
-  std::string bytes = co_await off_io(encoder, [&job] { return drain(job); });
-  while (bytes.empty() && !job.finish && !watch.is_client_gone()) {
-    co_await watch.wait();
+// Waits for events until there are audio bytes, the speech finishes or the client
+// leaves; returns the audio bytes made meanwhile.
+asio::awaitable<std::string> next_bytes(SpeechJob& job, StreamPump& pump, PrepPool& encoder) {
+  std::string bytes;
+  const StreamPump::Step encode_waiting = [&]() -> asio::awaitable<bool> {
     bytes = co_await off_io(encoder, [&job] { return drain(job); });
-  }
+    co_return !bytes.empty() || job.finish.has_value();
+  };
+  co_await pump.run(encode_waiting);
   co_return bytes;
 }
 
@@ -122,18 +123,22 @@ asio::awaitable<std::string> finish_audio(SpeechJob& job, PrepPool& encoder) {
   co_return co_await off_io(encoder, [&job] { return job.audio->finish(); });
 }
 
-asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamWatch& watch, PrepPool& encoder,
+asio::awaitable<void> answer_whole(Exchange& ex, SpeechJob& job, StreamPump& pump, PrepPool& encoder,
                                    uint64_t max_bytes) {
   std::string body;
-  while (!job.finish && !watch.is_client_gone()) {
-    body += co_await next_bytes(job, watch, encoder);
-    if (body.size() > max_bytes) {
-      // Held in memory until the end: past the limit, the rest must be streamed.
-      set_error(ex, whole_speech_overflow(max_bytes));
-      co_return;  // the caller cancels the request
-    }
+  bool overflow = false;
+  const StreamPump::Step encode_waiting = [&]() -> asio::awaitable<bool> {
+    body += co_await off_io(encoder, [&job] { return drain(job); });
+    // Held in memory until the end: past the limit, the rest must be streamed.
+    overflow = body.size() > max_bytes;
+    co_return overflow || job.finish.has_value();
+  };
+  const bool complete = co_await pump.run(encode_waiting);
+  if (overflow) {
+    set_error(ex, whole_speech_overflow(max_bytes));
+    co_return;  // the pump cancels the request
   }
-  if (watch.is_client_gone()) {
+  if (!complete) {
     mark_client_gone(ex);
     co_return;
   }
@@ -176,10 +181,10 @@ std::string speech_error_event(const proto::ApiError& error) {
 }
 
 // stream_format "audio" or "sse".
-asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& watch, PrepPool& encoder) {
+asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamPump& pump, PrepPool& encoder) {
   const bool sse = job.request.stream_format == proto::SpeechStreamFormat::sse;
-  std::string bytes = co_await next_bytes(job, watch, encoder);
-  if (watch.is_client_gone()) {
+  std::string bytes = co_await next_bytes(job, pump, encoder);
+  if (pump.is_client_gone()) {
     mark_client_gone(ex);
     co_return;
   }
@@ -217,8 +222,8 @@ asio::awaitable<void> answer_stream(Exchange& ex, SpeechJob& job, StreamWatch& w
     }
     ok = co_await writer.send(out);
     if (!ok) break;
-    bytes = co_await next_bytes(job, watch, encoder);
-    if (watch.is_client_gone()) break;
+    bytes = co_await next_bytes(job, pump, encoder);
+    if (pump.is_client_gone()) break;
   }
 }
 
@@ -347,23 +352,15 @@ asio::awaitable<void> handle_speech(Exchange& ex, const ModelServices& services,
   if (!submitted.ok()) co_return set_error(ex, submit_error(submitted));
   job.stream = std::move(submitted.stream);
 
-  StreamWatch watch(co_await asio::this_coro::executor, ex.connection);
-  watch.attach(*job.stream);
-  std::exception_ptr failure;
-  try {
-    if (prepared.streaming) {
-      co_await answer_stream(ex, job, watch, encoder);
-    } else {
-      co_await answer_whole(ex, job, watch, encoder, config.max_speech_body_bytes);
-    }
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  // Client gone, a write failed, or an exception: the engine aborts the request and
-  // frees its KV at its next step.
-  if (!job.finish) job.stream->cancel();
-  co_await watch.finish();
-  if (failure) std::rethrow_exception(failure);
+  // The speech engine has no queue to take a request out of: the stream's cancel
+  // flag is all it reads (at its next step).
+  const std::vector<std::shared_ptr<engine::RequestStream>> streams{job.stream};
+  const StreamPump::Abort no_abort;
+  const StreamPump::Answer answer = [&](StreamPump& pump) {
+    return prepared.streaming ? answer_stream(ex, job, pump, encoder)
+                              : answer_whole(ex, job, pump, encoder, config.max_speech_body_bytes);
+  };
+  co_await pump_streams(ex, streams, no_abort, answer);
 }
 
 }  // namespace
