@@ -315,10 +315,13 @@ std::vector<OptionSpec> build_table() {
                               requests, "tool_choice \"none\": leave the tools out of the prompt too (OpenAI keeps them)"));
   table.push_back(integer_option("structured_output_max_nesting", &Config::structured_output_max_nesting, 1, 64, "UINT",
                                  requests, "Objects/arrays deep a recursive JSON Schema ($ref to itself) may nest a value"));
+  // The prepare pool (server/services/prep_pool.h). The options keep the pool's first
+  // name, as do its metrics (sluice_tokenizer_*) and its 429's code (tokenizer_busy):
+  // configurations and dashboards use them.
   table.push_back(integer_option("tokenizer_threads", &Config::tokenizer_threads, 0, 256, "UINT", requests,
-                                 "Threads that tokenize prompts and render chat templates (0: half the cores, 2..8)"));
+                                 "Threads of the prepare pool: parse, render, tokenize, compile (0: half the cores, 2..8)"));
   table.push_back(integer_option("tokenizer_queue_size", &Config::tokenizer_queue_size, 1, 1 << 20, "UINT",
-                                 requests, "Requests tokenizing or waiting to at once; more get 429"));
+                                 requests, "Requests being prepared or waiting to at once; more get 429"));
   table.push_back(integer_option("max_response_logprobs", &Config::max_response_logprobs, 1, int64_t{1} << 32,
                                  "UINT", requests,
                                  "Log-probability entries one response may hold (choices x tokens x (1 + "

@@ -7,7 +7,7 @@
 //
 // A Base checkpoint also gets what voice cloning needs: a VoiceCloner (speaker and
 // codec encoders on a backend of their own), a one-thread pool it runs on, so a
-// clip's encoding waits neither on nor for the HTTP threads or the tokenizer pool,
+// clip's encoding waits neither on nor for the HTTP threads or the prepare pool,
 // and the store of uploaded voices.
 //
 // Immutable after load() apart from its engine, whose submit() and stats() any

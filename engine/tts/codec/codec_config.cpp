@@ -38,6 +38,24 @@ std::vector<int64_t> strides(const ConfigReader& r, std::string_view key) {
   return out;
 }
 
+TransformerFields transformer_fields(const ConfigReader& r, std::string_view eps_key) {
+  TransformerFields t;
+  t.hidden_size = positive(r, "hidden_size");
+  t.intermediate_size = positive(r, "intermediate_size");
+  t.num_layers = positive(r, "num_hidden_layers");
+  t.num_heads = positive(r, "num_attention_heads");
+  t.num_kv_heads = r.integer("num_key_value_heads").value_or(t.num_heads);
+  if (t.num_kv_heads <= 0 || t.num_heads % t.num_kv_heads != 0)
+    r.fail("num_key_value_heads", "must divide num_attention_heads");
+  t.head_dim = r.integer("head_dim").value_or(t.hidden_size / t.num_heads);
+  if (t.head_dim <= 0 || t.head_dim % 2 != 0) r.fail("head_dim", "must be positive and even (RoPE pairs)");
+  t.norm_eps = r.real(eps_key).value_or(1e-5f);
+  if (!(t.norm_eps > 0.0f)) r.fail(eps_key, "must be positive");
+  t.rope_theta = r.real("rope_theta").value_or(10000.0f);
+  if (!(t.rope_theta > 1.0f)) r.fail("rope_theta", "must be above 1");
+  return t;
+}
+
 }  // namespace detail
 
 CodecConfig read_codec_config(const std::filesystem::path& config_json) {
@@ -56,19 +74,15 @@ CodecConfig read_codec_config(const std::filesystem::path& config_json) {
   if (c.num_quantizers < 2) r.fail("num_quantizers", "must be at least 2 (one semantic, then acoustic)");
   c.latent_dim = positive(r, "latent_dim");
   c.decoder_dim = positive(r, "decoder_dim");
-  c.hidden_size = positive(r, "hidden_size");
-  c.intermediate_size = positive(r, "intermediate_size");
-  c.num_layers = positive(r, "num_hidden_layers");
-  c.num_heads = positive(r, "num_attention_heads");
-  c.num_kv_heads = r.integer("num_key_value_heads").value_or(c.num_heads);
-  if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
-    r.fail("num_key_value_heads", "must divide num_attention_heads");
-  c.head_dim = r.integer("head_dim").value_or(c.hidden_size / c.num_heads);
-  if (c.head_dim <= 0 || c.head_dim % 2 != 0) r.fail("head_dim", "must be positive and even (RoPE pairs)");
-  c.rms_norm_eps = r.real("rms_norm_eps").value_or(1e-5f);
-  if (!(c.rms_norm_eps > 0.0f)) r.fail("rms_norm_eps", "must be positive");
-  c.rope_theta = r.real("rope_theta").value_or(10000.0f);
-  if (!(c.rope_theta > 1.0f)) r.fail("rope_theta", "must be above 1");
+  const detail::TransformerFields t = detail::transformer_fields(r, "rms_norm_eps");
+  c.hidden_size = t.hidden_size;
+  c.intermediate_size = t.intermediate_size;
+  c.num_layers = t.num_layers;
+  c.num_heads = t.num_heads;
+  c.num_kv_heads = t.num_kv_heads;
+  c.head_dim = t.head_dim;
+  c.rms_norm_eps = t.norm_eps;
+  c.rope_theta = t.rope_theta;
   const int64_t window = positive(r, "sliding_window");
   if (window > 1 << 20) r.fail("sliding_window", "is implausibly large");
   c.sliding_window = static_cast<int32_t>(window);

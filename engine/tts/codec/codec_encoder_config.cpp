@@ -60,19 +60,15 @@ CodecEncoderConfig read_codec_encoder_config(const std::filesystem::path& config
   c.strides = strides(r, "upsampling_ratios");
   std::reverse(c.strides.begin(), c.strides.end());
 
-  c.hidden_size = positive(r, "hidden_size");
-  c.intermediate_size = positive(r, "intermediate_size");
-  c.num_layers = positive(r, "num_hidden_layers");
-  c.num_heads = positive(r, "num_attention_heads");
-  c.num_kv_heads = r.integer("num_key_value_heads").value_or(c.num_heads);
-  if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
-    r.fail("num_key_value_heads", "must divide num_attention_heads");
-  c.head_dim = r.integer("head_dim").value_or(c.hidden_size / c.num_heads);
-  if (c.head_dim <= 0 || c.head_dim % 2 != 0) r.fail("head_dim", "must be positive and even (RoPE pairs)");
-  c.norm_eps = r.real("norm_eps").value_or(1e-5f);
-  if (!(c.norm_eps > 0.0f)) r.fail("norm_eps", "must be positive");
-  c.rope_theta = r.real("rope_theta").value_or(10000.0f);
-  if (!(c.rope_theta > 1.0f)) r.fail("rope_theta", "must be above 1");
+  const detail::TransformerFields t = detail::transformer_fields(r, "norm_eps");
+  c.hidden_size = t.hidden_size;
+  c.intermediate_size = t.intermediate_size;
+  c.num_layers = t.num_layers;
+  c.num_heads = t.num_heads;
+  c.num_kv_heads = t.num_kv_heads;
+  c.head_dim = t.head_dim;
+  c.norm_eps = t.norm_eps;
+  c.rope_theta = t.rope_theta;
 
   // Mimi's downsample: kernel 2 * (SEANet frame rate / frame rate), stride 2 (fixed
   // in the class), so a ratio of 2 halves the rate.

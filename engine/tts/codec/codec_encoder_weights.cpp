@@ -1,10 +1,10 @@
 #include "engine/tts/codec/codec_encoder_weights.h"
 
 #include <algorithm>
-#include <span>
 #include <string>
 
 #include "backends/conv_panels.h"
+#include "engine/loader/host_upload.h"
 #include "engine/loader/load_stop.h"
 
 namespace sluice::engine::tts {
@@ -25,10 +25,7 @@ class Loader {
   }
 
   Tensor upload(const std::vector<float>& values, std::initializer_list<int64_t> shape) {
-    auto& buffer = out_.buffers.emplace_back(backend_.allocate(values.size() * sizeof(float)));
-    const Tensor t = Tensor::make(buffer.get(), 0, DType::F32, shape);
-    backend_.upload(t, std::as_bytes(std::span<const float>(values)));
-    return t;
+    return loader::upload_f32(backend_, out_.buffers, values, shape);
   }
 
   Tensor plain(const std::string& name, std::initializer_list<int64_t> shape) { return upload(read(name, shape), shape); }
@@ -37,11 +34,8 @@ class Loader {
   // CPU as conv_panels.h's panels; a strided conv reads rows of stride * Cin:
   // codec_encoder_seanet.cpp).
   EncoderConv conv(const std::string& prefix, int64_t cout, int64_t cin, int64_t kernel, int64_t stride, bool bias) {
-    const std::vector<float> w = read(prefix + ".weight", {cout, cin, kernel});
-    std::vector<float> packed(w.size());
-    for (int64_t o = 0; o < cout; ++o)
-      for (int64_t c = 0; c < cin; ++c)
-        for (int64_t j = 0; j < kernel; ++j) packed[(o * kernel + j) * cin + c] = w[(o * cin + c) * kernel + j];
+    const std::vector<float> packed =
+        loader::conv1d_taps_outward(read(prefix + ".weight", {cout, cin, kernel}), cout, cin, kernel);
     EncoderConv out;
     out.w = backends::upload_conv_weight(backend_, out_.buffers, packed, cout, stride * cin);
     if (bias) out.bias = plain(prefix + ".bias", {cout});

@@ -8,7 +8,7 @@
 
 #include "backends/conv_int16.h"
 #include "backends/conv_panels.h"
-#include "backends/host_bytes.h"
+#include "engine/loader/host_upload.h"
 #include "engine/loader/load_stop.h"
 
 namespace sluice::engine::tts {
@@ -29,10 +29,7 @@ class Loader {
   }
 
   Tensor upload(const std::vector<float>& values, std::initializer_list<int64_t> shape) {
-    auto& buffer = out_.buffers.emplace_back(backend_.allocate(values.size() * sizeof(float)));
-    const Tensor t = Tensor::make(buffer.get(), 0, DType::F32, shape);
-    backend_.upload(t, backends::host_bytes(values));
-    return t;
+    return loader::upload_f32(backend_, out_.buffers, values, shape);
   }
 
   // A conv weight in backend.h's tap-major layout [rows, taps * cin]: F32 (on the
@@ -52,11 +49,7 @@ class Loader {
 
   // PyTorch Conv1d [Cout, Cin, k] -> [Cout, k*Cin], the tap moved outward.
   ConvWeights conv(const std::string& prefix, int64_t cout, int64_t cin, int64_t taps, int dilation) {
-    const std::vector<float> w = read(prefix + ".weight", {cout, cin, taps});
-    std::vector<float> packed(w.size());
-    for (int64_t o = 0; o < cout; ++o)
-      for (int64_t c = 0; c < cin; ++c)
-        for (int64_t j = 0; j < taps; ++j) packed[(o * taps + j) * cin + c] = w[(o * cin + c) * taps + j];
+    const std::vector<float> packed = loader::conv1d_taps_outward(read(prefix + ".weight", {cout, cin, taps}), cout, cin, taps);
     ConvWeights out;
     out.w = conv_weight(packed, cout, taps, cin);
     out.bias = plain(prefix + ".bias", {cout});

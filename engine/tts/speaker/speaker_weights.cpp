@@ -3,13 +3,12 @@
 #include <string>
 
 #include "backends/conv_panels.h"
+#include "engine/loader/host_upload.h"
 
 namespace sluice::engine::tts {
 namespace {
 
-using backends::DType;
-using backends::Tensor;
-
+// Reads conv tensors from the set, reshapes them on the host and uploads the result.
 class Loader {
  public:
   Loader(const loader::TensorSet& set, backends::Backend& backend, SpeakerEncoderWeights& out)
@@ -18,14 +17,11 @@ class Loader {
   // `prefix`.conv.weight [cout, cin, taps] and its bias, the tap moved outward (on
   // the CPU as conv_panels.h's panels).
   TdnnWeights conv(const std::string& prefix, int64_t cout, int64_t cin, int64_t taps, int64_t dilation) {
-    const std::vector<float> w = set_.require_f32(prefix + ".weight", {cout, cin, taps});
-    std::vector<float> packed(w.size());
-    for (int64_t o = 0; o < cout; ++o)
-      for (int64_t c = 0; c < cin; ++c)
-        for (int64_t j = 0; j < taps; ++j) packed[(o * taps + j) * cin + c] = w[(o * cin + c) * taps + j];
+    const std::vector<float> packed =
+        loader::conv1d_taps_outward(set_.require_f32(prefix + ".weight", {cout, cin, taps}), cout, cin, taps);
     TdnnWeights out;
     out.w = backends::upload_conv_weight(backend_, out_.buffers, packed, cout, cin);
-    out.bias = upload(set_.require_f32(prefix + ".bias", {cout}), {cout});
+    out.bias = loader::upload_f32(backend_, out_.buffers, set_.require_f32(prefix + ".bias", {cout}), {cout});
     out.cout = cout;
     out.taps = taps;
     out.dilation = static_cast<int>(dilation);
@@ -33,13 +29,6 @@ class Loader {
   }
 
  private:
-  Tensor upload(const std::vector<float>& values, std::initializer_list<int64_t> shape) {
-    auto& buffer = out_.buffers.emplace_back(backend_.allocate(values.size() * sizeof(float)));
-    const Tensor t = Tensor::make(buffer.get(), 0, DType::F32, shape);
-    backend_.upload(t, std::as_bytes(std::span<const float>(values)));
-    return t;
-  }
-
   const loader::TensorSet& set_;
   backends::Backend& backend_;
   SpeakerEncoderWeights& out_;
