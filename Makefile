@@ -97,7 +97,7 @@ test-sanitize: deps test-models venv
 	$(SANITIZE_ENV) ctest --test-dir build-asan --output-on-failure -j2
 
 # The libFuzzer targets (tests/fuzz/: clang, ASan + UBSan), built in their own tree and
-# run one after another for FUZZ_SECONDS each on a copy of their committed seeds.
+# run for FUZZ_SECONDS each, one per core at a time, on a copy of their committed seeds.
 # Any finding fails; its reproducer stays under $(FUZZ_BUILD_DIR)/run/<target>/.
 # FUZZ_TARGETS names some of them (default: all seven).
 FUZZ_BUILD_DIR ?= build-fuzz

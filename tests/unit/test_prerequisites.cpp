@@ -5,7 +5,10 @@
 
 #include "tests/unit/prerequisites.h"
 
+namespace unit_test_prerequisites {
+
 TEST_CASE("prerequisites: probe with a model file that does not exist" * doctest::skip()) {
   const bool present = sluice::testing::has_model_file("/nonexistent/sluice-probe.gguf", "prerequisite probe");
   CHECK_FALSE(present);
 }
+}  // namespace unit_test_prerequisites

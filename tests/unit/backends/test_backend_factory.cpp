@@ -9,7 +9,7 @@
 
 #include "backends/backend_factory.h"
 
-namespace sluice::backends {
+namespace sluice::backends::unit_backends_test_backend_factory {
 namespace {
 
 // The message of the std::invalid_argument that resolve_backend(setting) throws;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace sluice::backends {
+namespace sluice::backends::unit_backends_test_dtype {
 namespace {
 
 struct Expected {

@@ -14,7 +14,7 @@
 
 #include "tests/unit/backends/backend_test_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_test_fused_defaults {
 namespace {
 
 std::vector<float> with_nan_rows(std::vector<float> v, int64_t row_elems, const std::vector<int32_t>& slots) {

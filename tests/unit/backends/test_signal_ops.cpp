@@ -23,7 +23,7 @@
 #include "tests/unit/backends/cpu_signal_checks.h"
 #include "tests/unit/backends/signal_ops_cases.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_test_signal_ops {
 
 TEST_CASE("signal ops: every op on every CPU path matches backend.h's formula in double") {
   std::mt19937 rng(11);

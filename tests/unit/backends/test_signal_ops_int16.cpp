@@ -18,7 +18,7 @@
 #include "tests/unit/backends/cpu_signal_checks.h"
 #include "tests/unit/backends/signal_ops_cases.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_test_signal_ops_int16 {
 namespace {
 
 std::vector<SignalCase> int16_cases(std::mt19937& rng) {

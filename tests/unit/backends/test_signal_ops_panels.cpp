@@ -19,7 +19,7 @@
 #include "tests/unit/backends/cpu_signal_checks.h"
 #include "tests/unit/backends/signal_ops_cases.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_test_signal_ops_panels {
 namespace {
 
 // Panels need an even Cin. Column counts off multiples of 16 (partial panels) and

@@ -16,6 +16,8 @@
 #include "config/config_loader.h"
 #include "tests/unit/fixtures_dir.h"
 
+namespace unit_config_test_config {
+
 namespace {
 
 using sluice::config::Config;
@@ -571,3 +573,4 @@ TEST_CASE("config: a draft model for speculative decoding") {
 }
 
 }  // namespace
+}  // namespace unit_config_test_config

@@ -8,6 +8,8 @@
 
 #include "config/config_loader.h"
 
+namespace unit_config_test_kv_events_config {
+
 namespace {
 
 using sluice::config::Config;
@@ -78,3 +80,4 @@ TEST_CASE("config: kv_events_config") {
 }
 
 }  // namespace
+}  // namespace unit_config_test_kv_events_config

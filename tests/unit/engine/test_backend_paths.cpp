@@ -19,7 +19,7 @@
 #include "tests/unit/engine/models/model_fixture.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_backend_paths {
 namespace {
 
 using backends::testing::ForwardingBackend;
@@ -265,7 +265,7 @@ TEST_CASE("a model whose attention layout the backend cannot run fails at load, 
 }  // namespace
 }  // namespace sluice::engine::testing
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_backend_paths {
 namespace {
 
 // Claims to be a GPU with `free` bytes free of 16 GiB; allocates on the CPU.

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_test_compute_turns {
 namespace {
 
 TEST_CASE("compute turns: one holder at a time, and every thread gets its turns") {

@@ -15,7 +15,7 @@
 #include "tests/unit/engine/models/model_fixture.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_embedding_parity {
 namespace {
 
 constexpr double kMinCosine = 0.9999;

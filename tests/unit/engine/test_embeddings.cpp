@@ -11,7 +11,7 @@
 #include "engine/scheduling/scheduler.h"
 #include "tests/unit/engine/engine_harness.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_embeddings {
 namespace {
 
 using namespace std::chrono_literals;

@@ -11,7 +11,7 @@
 #include "tests/unit/engine/thread_activity.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_engine {
 namespace {
 
 using namespace std::chrono_literals;

@@ -13,7 +13,7 @@
 #include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/engine/speculative_harness.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_engine_draft_model {
 namespace {
 
 TEST_CASE("draft model: greedy output == plain greedy output; the target as its own draft has every draft accepted") {

@@ -18,7 +18,7 @@
 #include "tests/unit/engine/engine_harness.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_engine_failures {
 namespace {
 
 using namespace std::chrono_literals;

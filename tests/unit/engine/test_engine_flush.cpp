@@ -7,7 +7,7 @@
 
 #include "tests/unit/engine/engine_harness.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_engine_flush {
 namespace {
 
 int64_t cached_tokens_of(Engine& engine, std::string id, const std::vector<int32_t>& prompt) {

@@ -13,7 +13,7 @@
 #include "engine/grammar_tokens.h"
 #include "tests/unit/engine/engine_harness.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_engine_grammar {
 namespace {
 
 using grammar::GrammarBuilder;
@@ -164,7 +164,7 @@ TEST_CASE("constrained tokens do not depend on the batch, on n, or on preemption
 }  // namespace
 }  // namespace sluice::engine::testing
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_engine_grammar {
 
 TEST_CASE("a lazy grammar leaves free text free until its trigger, then holds the rest to the grammar") {
   LoadedFixture f = load_engine_fixture("llama");

@@ -11,7 +11,7 @@
 
 // The shell both engines (text and speech) run on, driven with plain items and a
 // hand-written loop: the queue limit, ids in flight, aborts, stop and death.
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_test_engine_shell {
 namespace {
 
 using namespace std::chrono_literals;

@@ -13,7 +13,7 @@
 #include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/engine/speculative_harness.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_engine_speculative {
 namespace {
 
 EngineConfig spec_config(int32_t k = 4, int32_t disable_by_batch_size = 1000) {

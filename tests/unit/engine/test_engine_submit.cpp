@@ -7,7 +7,7 @@
 
 #include "tests/unit/engine/engine_harness.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_test_engine_submit {
 namespace {
 
 using namespace std::chrono_literals;

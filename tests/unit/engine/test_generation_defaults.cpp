@@ -9,7 +9,7 @@
 #include "engine/loader/generation_defaults_file.h"
 #include "tests/unit/engine/loader/gguf_builder.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_test_generation_defaults {
 namespace {
 
 using loader::testing::Bytes;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_test_grammar_trigger {
 namespace {
 
 GrammarTrigger hermes(bool thinking = false, bool starts_quiet = false) {

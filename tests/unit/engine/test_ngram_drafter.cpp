@@ -5,7 +5,7 @@
 
 #include <vector>
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_test_ngram_drafter {
 namespace {
 
 std::vector<int32_t> propose(const std::vector<int32_t>& tokens, int32_t min_n, int32_t max_n, int32_t k) {

@@ -8,7 +8,7 @@
 
 #include "engine/request_stream.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_test_request_stream {
 namespace {
 
 ChoiceDelta delta(int32_t token) { return ChoiceDelta{.index = 0, .text = "t", .token_ids = {token}, .logprobs = {}, .prompt_logprobs = {}}; }

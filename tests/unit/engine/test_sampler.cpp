@@ -8,7 +8,7 @@
 #include <numeric>
 #include <vector>
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_test_sampler {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();

@@ -11,7 +11,7 @@
 
 #include "engine/sampler.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_test_sampler_device_row {
 namespace {
 
 // The device's rule, written out as backend.h states it.

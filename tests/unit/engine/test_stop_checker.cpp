@@ -6,7 +6,7 @@
 
 #include "engine/stop_checker.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_test_stop_checker {
 namespace {
 
 constexpr int32_t kEos = 2;

@@ -10,6 +10,8 @@
 #include "proto/anthropic_messages.h"
 #include "proto/chat_render.h"
 
+namespace unit_proto_test_anthropic_messages {
+
 using namespace sluice::proto;
 using Mode = ToolChoice::Mode;
 
@@ -304,3 +306,4 @@ TEST_CASE("messages: errors in Anthropic's shape") {
   CHECK(busy["error"]["message"] == "busy");
   CHECK(Json::parse(anthropic_error_body(internal_error("req-1")))["error"]["type"] == "api_error");
 }
+}  // namespace unit_proto_test_anthropic_messages

@@ -6,6 +6,8 @@
 
 #include "proto/speech.h"
 
+namespace unit_proto_test_audio_payload {
+
 using namespace sluice::proto;
 
 namespace {
@@ -97,3 +99,4 @@ TEST_CASE("speech request: the cloning fields parse, typed and bounded") {
   CHECK(param_of(R"({"model":"m","input":"hi","x_vector_only_mode":"yes"})") == "x_vector_only_mode");
   CHECK(param_of(R"({"model":"m","input":"hi","ref_text":")" + std::string(4097, 'a') + "\"}") == "ref_text");
 }
+}  // namespace unit_proto_test_audio_payload

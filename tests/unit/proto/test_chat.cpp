@@ -3,6 +3,8 @@
 
 #include "proto/chat.h"
 
+namespace unit_proto_test_chat {
+
 using namespace sluice::proto;
 
 namespace {
@@ -313,3 +315,4 @@ TEST_CASE("chat: what the openai SDK echoes back is accepted by name, even when 
   CHECK(messages_err(Json::array({{{"role", "assistant"}, {"content", nullptr}, {"audio", {{"id", "a1"}}}}})) ==
         "messages[0].audio");
 }
+}  // namespace unit_proto_test_chat

@@ -20,7 +20,7 @@
 #include "proto/template_kwargs.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::proto {
+namespace sluice::proto::unit_proto_test_chat_render {
 namespace {
 
 using nlohmann::ordered_json;

@@ -8,6 +8,8 @@
 #include "proto/tokenize.h"
 #include "proto/tools.h"
 
+namespace unit_proto_test_chat_tools {
+
 using namespace sluice::proto;
 using Mode = ToolChoice::Mode;
 
@@ -395,3 +397,4 @@ TEST_CASE("chat tools: /tokenize reads the same messages") {
   REQUIRE(std::holds_alternative<ApiError>(refused));
   CHECK(std::get<ApiError>(refused).param == "messages[1].tool_call_id");
 }
+}  // namespace unit_proto_test_chat_tools

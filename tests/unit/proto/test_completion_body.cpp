@@ -10,6 +10,8 @@
 #include "proto/responses.h"
 #include "proto/sse.h"
 
+namespace unit_proto_test_completion_body {
+
 using namespace sluice::proto;
 using Json = nlohmann::ordered_json;
 
@@ -93,3 +95,4 @@ TEST_CASE("completion_body writes numbers as nlohmann does") {
   const std::vector<CompletionChoiceText> text = {{.index = 0, .has_logprobs = true, .entries = entries}};
   CHECK(completion_body(kHeader, text, {}) == dump_json(completion_object(kHeader, tree, {})));
 }
+}  // namespace unit_proto_test_completion_body

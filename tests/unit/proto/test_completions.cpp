@@ -3,6 +3,8 @@
 
 #include "proto/completions.h"
 
+namespace unit_proto_test_completions {
+
 using namespace sluice::proto;
 
 namespace {
@@ -382,3 +384,4 @@ TEST_CASE("completions: a full vLLM-style body parses") {
   CHECK(r.stop == std::vector<std::string>{"###"});
   CHECK(r.timeout_s == 10.0);
 }
+}  // namespace unit_proto_test_completions

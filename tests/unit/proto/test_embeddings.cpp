@@ -5,6 +5,8 @@
 
 #include "proto/embeddings.h"
 
+namespace unit_proto_test_embeddings {
+
 using namespace sluice::proto;
 
 namespace {
@@ -128,3 +130,4 @@ TEST_CASE("embeddings response: float lists, or base64 of little-endian float32"
   CHECK(float32_base64({1.0f}) == "AACAPw==");  // 00 00 80 3f
   CHECK(float32_base64({}) == "");
 }
+}  // namespace unit_proto_test_embeddings

@@ -3,6 +3,8 @@
 
 #include "proto/errors.h"
 
+namespace unit_proto_test_errors {
+
 using namespace sluice::proto;
 
 TEST_CASE("error bodies have the OpenAI shape with null param and code when absent") {
@@ -41,3 +43,4 @@ TEST_CASE("invalid UTF-8 in a message is replaced, not thrown on") {
   CHECK_NOTHROW(body = error_body(not_found_route("GET", bad)));
   CHECK(nlohmann::json::parse(body)["error"]["code"] == "not_found");
 }
+}  // namespace unit_proto_test_errors

@@ -4,6 +4,8 @@
 
 #include "proto/fields.h"
 
+namespace unit_proto_test_fields {
+
 using namespace sluice::proto;
 
 namespace {
@@ -44,3 +46,4 @@ TEST_CASE("brackets inside strings do not count as nesting") {
   CHECK(out["prompt"].get<std::string>() == deep_text + "\"[{");
   CHECK(out["b"].get<std::string>() == "\\");
 }
+}  // namespace unit_proto_test_fields

@@ -7,7 +7,7 @@
 #include "proto/chat.h"
 #include "proto/completions.h"
 
-namespace sluice::proto {
+namespace sluice::proto::unit_proto_test_given_fields {
 namespace {
 
 TEST_CASE("given fields: only the keys the body sent") {

@@ -9,6 +9,8 @@
 
 #include "proto/json_document.h"
 
+namespace unit_proto_test_json_document {
+
 using sluice::proto::Json;
 using sluice::proto::parse_json_document;
 
@@ -75,3 +77,4 @@ TEST_CASE("json document: malformed text is refused with where it broke") {
     CHECK(out.is_null());
   }
 }
+}  // namespace unit_proto_test_json_document

@@ -4,6 +4,8 @@
 #include "proto/responses.h"
 #include "proto/sse.h"
 
+namespace unit_proto_test_responses {
+
 using namespace sluice::proto;
 using Json = nlohmann::ordered_json;
 
@@ -163,3 +165,4 @@ TEST_CASE("sse: framing of events, [DONE] and errors") {
   CHECK_NOTHROW(framed = sse_event(Json{{"text", "\xff"}}));
   CHECK(framed.find("\xef\xbf\xbd") != std::string::npos);
 }
+}  // namespace unit_proto_test_responses

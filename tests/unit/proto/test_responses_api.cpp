@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace sluice::proto {
+namespace sluice::proto::unit_proto_test_responses_api {
 namespace {
 
 using OJson = nlohmann::ordered_json;

@@ -3,6 +3,8 @@
 
 #include "proto/speech.h"
 
+namespace unit_proto_test_speech {
+
 using namespace sluice::proto;
 using Json = nlohmann::ordered_json;
 
@@ -128,3 +130,4 @@ TEST_CASE("speech request: unknown keys are ignored and listed, or refused when 
   REQUIRE(std::holds_alternative<ApiError>(r));
   CHECK(std::get<ApiError>(r).status == 400);
 }
+}  // namespace unit_proto_test_speech

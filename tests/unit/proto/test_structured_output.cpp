@@ -6,6 +6,8 @@
 #include "proto/chat.h"
 #include "proto/completions.h"
 
+namespace unit_proto_test_structured_output {
+
 using namespace sluice::proto;
 using Kind = sluice::grammar::GrammarSpec::Kind;
 
@@ -141,3 +143,4 @@ TEST_CASE("structured output: the completions endpoint takes the same fields") {
   auto regex = parse_completion_request(R"({"model": "m", "prompt": "p", "guided_regex": "[0-9]{3}"})");
   CHECK(std::get<CompletionRequest>(regex).structured_output->spec.kind == Kind::regex);
 }
+}  // namespace unit_proto_test_structured_output

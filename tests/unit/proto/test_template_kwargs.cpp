@@ -5,6 +5,8 @@
 #include "engine/chat/chat_template.h"
 #include "proto/template_kwargs.h"
 
+namespace unit_proto_test_template_kwargs {
+
 using sluice::chat::ChatMessage;
 using sluice::chat::ChatTemplate;
 using sluice::chat::RenderOptions;
@@ -21,3 +23,4 @@ TEST_CASE("template kwargs: JSON values become template variables, over the defa
   CHECK(tmpl.render(messages, false, options) == "no-think 42 a,b v|hi");
   CHECK(options.variables.size() == 4);  // enable_thinking replaced, not doubled
 }
+}  // namespace unit_proto_test_template_kwargs

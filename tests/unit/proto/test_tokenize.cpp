@@ -3,6 +3,8 @@
 
 #include "proto/tokenize.h"
 
+namespace unit_proto_test_tokenize {
+
 using namespace sluice::proto;
 using Json = nlohmann::ordered_json;
 
@@ -127,3 +129,4 @@ TEST_CASE("tokenize and detokenize responses have vLLM's shapes") {
   CHECK(got["token_strs"] == Json::parse(R"(["he","bytes:\\xe2\\x80"])"));
   CHECK(Json::parse(detokenize_response("hello").dump()) == Json::parse(R"({"prompt":"hello"})"));
 }
+}  // namespace unit_proto_test_tokenize

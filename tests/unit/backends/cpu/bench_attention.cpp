@@ -13,7 +13,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "tests/unit/backends/cpu/cpu_test_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cpu_bench_attention {
 
 TEST_CASE("attention bench: ns per (query head, key) on every kernel path" * doctest::skip()) {
   auto backend = make_cpu_backend(1);

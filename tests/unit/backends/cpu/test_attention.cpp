@@ -19,7 +19,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "cpu_test_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cpu_test_attention {
 namespace {
 
 constexpr int64_t kHeads = 4, kKvHeads = 2, kHeadDim = 32, kBlockSize = 4, kNumBlocks = 48;

@@ -12,7 +12,7 @@
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/quant/cpu_features.h"
 
-namespace sluice::backends::cpu {
+namespace sluice::backends::cpu::unit_backends_cpu_test_conv_narrow {
 namespace {
 
 std::vector<float> random_values(std::mt19937& rng, size_t n) {

@@ -10,7 +10,7 @@
 #include "backends/cpu/half.h"
 #include "backends/cpu/quant_blocks.h"
 
-namespace sluice::backends::cpu {
+namespace sluice::backends::cpu::unit_backends_cpu_test_half_dequant {
 namespace {
 
 bool is_nan_half(uint16_t h) { return (h & 0x7C00) == 0x7C00 && (h & 0x03FF) != 0; }

@@ -18,7 +18,7 @@
 #include "backends/cpu/half.h"
 #include "cpu_test_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cpu_test_matmul {
 namespace {
 
 constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,

@@ -21,7 +21,7 @@
 #include "cpu_test_util.h"
 #include "tests/unit/backends/backend_test_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cpu_test_ops {
 namespace {
 
 struct Shape { int64_t t, d; };

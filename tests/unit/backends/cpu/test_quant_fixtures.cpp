@@ -13,7 +13,7 @@
 #include "backends/cpu/dequantize.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::backends::cpu {
+namespace sluice::backends::cpu::unit_backends_cpu_test_quant_fixtures {
 namespace {
 
 std::vector<char> read_file(const std::string& path) {

@@ -26,7 +26,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "cpu_test_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cpu_test_quant_kernels {
 namespace {
 
 using cpu::ActBlock;

@@ -14,7 +14,7 @@
 
 #include "cpu_test_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cpu_test_rope {
 namespace {
 
 // Hugging Face _compute_llama3_parameters, written out for one frequency.

@@ -14,7 +14,7 @@
 
 #include "backends/cpu/thread_pool.h"
 
-namespace sluice::backends::cpu {
+namespace sluice::backends::cpu::unit_backends_cpu_test_thread_pool {
 namespace {
 
 using Range = std::pair<int64_t, int64_t>;

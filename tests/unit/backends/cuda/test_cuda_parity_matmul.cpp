@@ -20,7 +20,7 @@
 
 #include "tests/unit/backends/cuda/cuda_parity_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cuda_test_cuda_parity_matmul {
 
 TEST_CASE("cuda parity: matmul, every weight dtype, T in {1, 3, 8, 9, 64, 257}") {
   Backends b = backends_or_skip();

@@ -20,7 +20,7 @@
 
 #include "tests/unit/backends/cuda/cuda_parity_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cuda_test_cuda_parity_ops {
 
 TEST_CASE("cuda parity: buffers, upload/download, fill_zero, copy, memory_info") {
   Backends b = backends_or_skip();

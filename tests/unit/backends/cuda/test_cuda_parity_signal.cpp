@@ -22,7 +22,7 @@
 #include "tests/unit/backends/cuda/cuda_parity_util.h"
 #include "tests/unit/backends/signal_ops_cases.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cuda_test_cuda_parity_signal {
 
 TEST_CASE("cuda parity: signal ops against the formula in double and the CPU backend") {
   Backends b = backends_or_skip();

@@ -20,7 +20,7 @@
 
 #include "tests/unit/backends/cuda/cuda_parity_util.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cuda_test_cuda_parity_steps {
 
 TEST_CASE("cuda parity: paged attention (prefill chunks + decode rows, GQA 1..8, head_dim 64..256, window, softcap)") {
   Backends b = backends_or_skip();

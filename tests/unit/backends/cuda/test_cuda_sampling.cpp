@@ -22,7 +22,7 @@
 
 #include "tests/unit/backends/cuda/sampling_reference.h"
 
-namespace sluice::backends::test {
+namespace sluice::backends::test::unit_backends_cuda_test_cuda_sampling {
 namespace {
 
 // --- tests ------------------------------------------------------------------------------------

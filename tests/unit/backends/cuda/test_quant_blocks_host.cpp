@@ -33,7 +33,7 @@
 #include "backends/cuda/quant_blocks.cuh"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::backends::cuda {
+namespace sluice::backends::cuda::unit_backends_cuda_test_quant_blocks_host {
 namespace {
 
 constexpr DType kFormats[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,

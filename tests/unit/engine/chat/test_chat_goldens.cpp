@@ -12,7 +12,7 @@
 #include "tests/unit/engine/chat/json_to_value.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::chat {
+namespace sluice::chat::unit_engine_chat_test_chat_goldens {
 namespace {
 
 using nlohmann::ordered_json;

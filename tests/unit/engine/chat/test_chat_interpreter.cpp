@@ -7,7 +7,7 @@
 
 #include "engine/chat/chat_template.h"
 
-namespace sluice::chat {
+namespace sluice::chat::unit_engine_chat_test_chat_interpreter {
 namespace {
 
 std::string render(const std::string& source, const std::vector<ChatMessage>& messages = {},

@@ -11,7 +11,7 @@
 #include "engine/chat/tool_syntax.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::chat {
+namespace sluice::chat::unit_engine_chat_test_output_parser {
 namespace {
 
 struct Fixture {

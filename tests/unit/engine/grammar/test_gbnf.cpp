@@ -9,7 +9,7 @@
 #include "engine/grammar/gbnf.h"
 #include "tests/unit/engine/grammar/grammar_recognizer.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_gbnf {
 namespace {
 
 using testing::accepts;

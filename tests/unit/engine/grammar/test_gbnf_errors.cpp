@@ -6,7 +6,7 @@
 
 #include "engine/grammar/gbnf.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_gbnf_errors {
 namespace {
 
 struct Refusal {

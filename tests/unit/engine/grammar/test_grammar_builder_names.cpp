@@ -5,7 +5,7 @@
 
 #include "engine/grammar/grammar_builder.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_grammar_builder_names {
 namespace {
 
 TEST_CASE("builder: a taken name gets the next free numbered suffix") {

@@ -5,7 +5,7 @@
 #include "engine/grammar/grammar_builder.h"
 #include "tests/unit/engine/grammar/grammar_recognizer.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_grammar_recognizer {
 namespace {
 
 using testing::accepts;

@@ -12,7 +12,7 @@
 #include "tests/unit/engine/grammar/schema_recognizer.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_json_schema {
 namespace {
 
 using testing::schema_accepts;

@@ -22,7 +22,7 @@
 #include "tests/unit/engine/grammar/schema_recognizer.h"
 #include "tests/unit/engine/grammar/schema_suite.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_json_schema_suite {
 namespace {
 
 struct Counts {

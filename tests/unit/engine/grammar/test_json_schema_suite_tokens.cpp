@@ -23,7 +23,7 @@
 #include "tests/unit/prerequisites.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_json_schema_suite_tokens {
 namespace {
 
 namespace fs = std::filesystem;

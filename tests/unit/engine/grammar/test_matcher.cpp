@@ -12,7 +12,7 @@
 #include "engine/grammar/grammar_builder.h"
 #include "tests/unit/engine/grammar/matcher_test_util.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_matcher {
 namespace {
 
 using testing::brute_force_mask;

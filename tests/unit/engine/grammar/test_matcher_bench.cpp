@@ -18,7 +18,7 @@
 #include "tests/unit/prerequisites.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_matcher_bench {
 namespace {
 
 namespace fs = std::filesystem;

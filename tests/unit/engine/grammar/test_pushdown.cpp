@@ -9,7 +9,7 @@
 
 #include "engine/grammar/grammar_builder.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_pushdown {
 namespace {
 
 // s ::= "(" s ")" s | "x" | ""

@@ -6,7 +6,7 @@
 
 #include "engine/grammar/regex.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_regex_errors {
 namespace {
 
 struct Refusal {

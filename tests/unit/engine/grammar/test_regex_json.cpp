@@ -9,7 +9,7 @@
 #include "engine/grammar/regex.h"
 #include "tests/unit/engine/grammar/grammar_recognizer.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_regex_json {
 namespace {
 
 using testing::accepts;

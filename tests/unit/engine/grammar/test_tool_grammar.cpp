@@ -10,7 +10,7 @@
 #include "engine/grammar/tool_grammar.h"
 #include "tests/unit/engine/grammar/matcher_test_util.h"
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_tool_grammar {
 namespace {
 
 constexpr int32_t kEos = 256;
@@ -287,7 +287,7 @@ TEST_CASE("tool grammar: refused schemas name the function and the schema path")
 
 }  // namespace sluice::grammar
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_tool_grammar {
 
 TEST_CASE("tool grammar: arguments hold only the listed properties unless the schema allows others") {
   // "add" lists a and b and says nothing of additionalProperties: closed, as in xgrammar's strict mode.
@@ -302,7 +302,7 @@ TEST_CASE("tool grammar: arguments hold only the listed properties unless the sc
 
 }  // namespace sluice::grammar
 
-namespace sluice::grammar {
+namespace sluice::grammar::unit_engine_grammar_test_tool_grammar {
 namespace {
 
 // The generic envelope as chat::tool_call_shape(ToolCallSyntax::generic) spells it.

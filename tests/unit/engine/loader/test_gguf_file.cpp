@@ -8,7 +8,7 @@
 
 #include "tests/unit/engine/loader/gguf_builder.h"
 
-namespace sluice::loader {
+namespace sluice::loader::unit_engine_loader_test_gguf_file {
 namespace {
 
 using backends::DType;

@@ -12,7 +12,7 @@
 #include "engine/models/model.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_loader_test_load_stop {
 namespace {
 
 const std::string kLlama = std::string(SLUICE_FIXTURES_DIR) + "/models/llama/llama-f32.gguf";

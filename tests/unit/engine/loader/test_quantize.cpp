@@ -11,7 +11,7 @@
 #include "engine/loader/quantize.h"
 #include "tests/unit/engine/models/model_fixture.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_loader_test_quantize {
 namespace {
 
 using backends::DType;

@@ -10,7 +10,7 @@
 #include "engine/loader/load_error.h"
 #include "tests/unit/engine/loader/gguf_builder.h"
 
-namespace sluice::loader {
+namespace sluice::loader::unit_engine_loader_test_safetensors_file {
 namespace {
 
 using backends::DType;

@@ -13,7 +13,7 @@
 #include "engine/loader/load_error.h"
 #include "engine/synthetic/random_tensor_set.h"
 
-namespace sluice::loader {
+namespace sluice::loader::unit_engine_loader_test_tensor_set {
 namespace {
 
 using backends::DType;

@@ -14,7 +14,7 @@
 #include "engine/loader/weight_source.h"
 #include "tests/unit/engine/loader/gguf_builder.h"
 
-namespace sluice::loader {
+namespace sluice::loader::unit_engine_loader_test_weight_source_hparams {
 namespace {
 
 using backends::DType;

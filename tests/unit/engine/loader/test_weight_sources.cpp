@@ -15,7 +15,7 @@
 #include "tests/unit/engine/loader/gguf_builder.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::loader {
+namespace sluice::loader::unit_engine_loader_test_weight_sources {
 namespace {
 
 using backends::DType;

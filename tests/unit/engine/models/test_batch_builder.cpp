@@ -13,7 +13,7 @@
 #include "engine/scheduling/scheduler.h"
 #include "tests/unit/engine/scheduling/step_layout.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_models_test_batch_builder {
 namespace {
 
 std::vector<int32_t> to_vector(std::span<const int32_t> s) { return {s.begin(), s.end()}; }

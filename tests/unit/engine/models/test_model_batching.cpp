@@ -8,7 +8,7 @@
 
 #include "tests/unit/engine/models/model_fixture.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_models_test_model_batching {
 namespace {
 
 std::vector<float> rows(const std::vector<float>& logits, size_t begin, size_t count, int64_t vocab) {

@@ -46,7 +46,7 @@
 #include "tests/unit/prerequisites.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_models_test_model_greedy {
 namespace {
 
 namespace fs = std::filesystem;

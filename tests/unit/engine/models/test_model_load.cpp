@@ -10,7 +10,7 @@
 #include "engine/loader/load_error.h"
 #include "tests/unit/engine/models/model_fixture.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_models_test_model_load {
 namespace {
 
 // A real fixture's weights with some tensors hidden, reshaped or retyped, and

@@ -36,7 +36,7 @@
 #include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/engine/models/model_fixture.h"
 
-namespace sluice::engine::testing {
+namespace sluice::engine::testing::unit_engine_models_test_model_parity {
 namespace {
 
 constexpr double kF32Tolerance = 1e-5;    // the brief asks < 1e-4; measured ~1e-6

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_scheduling_test_block_pool {
 namespace {
 
 using test::admit_and_compute;

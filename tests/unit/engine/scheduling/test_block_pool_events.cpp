@@ -9,7 +9,7 @@
 #include "engine/scheduling/block_pool.h"
 #include "tests/unit/engine/scheduling/block_pool_test_util.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_scheduling_test_block_pool_events {
 namespace {
 
 using test::admit_and_compute;

@@ -10,7 +10,7 @@
 #include "engine/scheduling/block_pool.h"
 #include "engine/scheduling/kv_events.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_scheduling_test_block_pool_flush {
 namespace {
 
 Sequence make_seq(int32_t first_token, int32_t count) {

@@ -5,7 +5,7 @@
 
 #include "engine/scheduling/prefill_pacer.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_scheduling_test_prefill_pacer {
 namespace {
 
 // A machine where a decode step costs `decode` seconds and a prompt token `per_token`.

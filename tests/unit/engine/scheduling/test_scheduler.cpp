@@ -12,7 +12,7 @@
 
 #include "tests/unit/engine/scheduling/step_layout.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_scheduling_test_scheduler {
 namespace {
 
 using std::chrono::milliseconds;

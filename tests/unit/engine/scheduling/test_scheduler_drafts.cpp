@@ -11,7 +11,7 @@
 #include "engine/scheduling/scheduler.h"
 #include "tests/unit/engine/scheduling/step_layout.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_scheduling_test_scheduler_drafts {
 namespace {
 
 SchedulerConfig config_of(int32_t num_blocks, int64_t budget = 64) {

@@ -13,7 +13,7 @@
 #include "engine/scheduling/fair_order.h"
 #include "engine/scheduling/scheduler.h"
 
-namespace sluice::engine {
+namespace sluice::engine::unit_engine_scheduling_test_scheduler_fairness {
 namespace {
 
 using std::chrono::milliseconds;

@@ -17,7 +17,7 @@
 #include "engine/models/kv_cache.h"
 #include "engine/models/model.h"
 
-namespace sluice::loader {
+namespace sluice::loader::unit_engine_synthetic_test_random_weights {
 namespace {
 
 using backends::DType;

@@ -15,7 +15,7 @@
 #include "tests/unit/prerequisites.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::tokenizer {
+namespace sluice::tokenizer::unit_engine_tokenizer_test_token_count_bound {
 namespace {
 
 namespace fs = std::filesystem;

@@ -16,7 +16,7 @@
 #include "tests/unit/prerequisites.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::tokenizer {
+namespace sluice::tokenizer::unit_engine_tokenizer_test_tokenizer_parity {
 namespace {
 
 namespace fs = std::filesystem;

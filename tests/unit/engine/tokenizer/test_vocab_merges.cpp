@@ -8,7 +8,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "../tts/tts_test_util.h"
 
-namespace sluice::tokenizer {
+namespace sluice::tokenizer::unit_engine_tokenizer_test_vocab_merges {
 
 using engine::tts::testing::TempDir;
 

@@ -17,7 +17,7 @@
 #include "engine/synthetic/random_tensor_set.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_bench_codec_decoder {
 namespace {
 
 double ms_per_frame(CodecDecoder& decoder, const std::vector<int32_t>& codes, int64_t piece) {

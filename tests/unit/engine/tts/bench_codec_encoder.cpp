@@ -18,7 +18,7 @@
 #include "tests/unit/engine/tts/codec_encoder_test_util.h"
 #include "tests/unit/engine/tts/codec_test_util.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_bench_codec_encoder {
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -11,7 +11,7 @@
 
 #include "engine/loader/load_error.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_codec_config {
 namespace {
 
 // speech_tokenizer/config.json with the published values, after `edit`.

@@ -13,7 +13,7 @@
 #include "tests/unit/engine/tts/codec_test_util.h"
 #include "engine/synthetic/random_tensor_set.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_codec_cuda {
 
 TEST_CASE("codec decoder: CUDA decodes like the CPU, whole, streamed and several streams together") {
   auto gpu = backends::test::cuda_backend_or_skip("codec decoder CUDA parity");

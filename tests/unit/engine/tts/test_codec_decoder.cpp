@@ -13,7 +13,7 @@
 #include "tests/unit/engine/tts/codec_test_util.h"
 #include "engine/synthetic/random_tensor_set.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_codec_decoder {
 namespace {
 
 using backends::DType;

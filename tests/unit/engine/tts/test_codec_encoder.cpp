@@ -22,7 +22,7 @@
 #include "tests/unit/engine/tts/codec_encoder_test_util.h"
 #include "tests/unit/engine/tts/codec_test_util.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_codec_encoder {
 namespace {
 
 using backends::DType;

@@ -27,7 +27,7 @@
 #include "tests/unit/prerequisites.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_codec_encoder_parity {
 namespace {
 
 const std::filesystem::path kFixture = std::filesystem::path(SLUICE_FIXTURES_DIR) / "qwen3_tts";

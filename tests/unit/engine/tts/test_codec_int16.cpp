@@ -24,7 +24,7 @@
 #include "tests/unit/prerequisites.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_codec_int16 {
 namespace {
 
 double snr_db(const std::vector<float>& got, const std::vector<float>& want) {

@@ -28,7 +28,7 @@
 #include "tests/unit/backends/backend_test_util.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_speaker_encoder {
 namespace {
 
 namespace fs = std::filesystem;

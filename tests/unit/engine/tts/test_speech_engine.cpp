@@ -22,7 +22,7 @@
 #include "tts_test_util.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_speech_engine {
 namespace {
 
 namespace fs = std::filesystem;

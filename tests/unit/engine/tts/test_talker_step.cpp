@@ -7,7 +7,7 @@
 // The one builder of the talker's step input (the generator and the speech engine
 // both use it): prompt rows, feedback rows from kept frames, KV slots, and the
 // order of the codec entries the talker relies on.
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_talker_step {
 namespace {
 
 TtsConfig small_config() {

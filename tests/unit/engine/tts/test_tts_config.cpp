@@ -9,7 +9,7 @@
 #include "engine/loader/load_error.h"
 #include "tts_test_util.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_tts_config {
 namespace {
 
 using testing::TempDir;

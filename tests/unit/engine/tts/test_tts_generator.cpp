@@ -9,7 +9,7 @@
 #include "tts_test_util.h"
 #include "engine/synthetic/random_tensor_set.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_tts_generator {
 namespace {
 
 using Codes = std::vector<std::vector<int32_t>>;

@@ -26,7 +26,7 @@
 #include "engine/tts/model/tts_generator.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_tts_parity {
 namespace {
 
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 
 #include "tts_test_util.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_tts_prompt {
 namespace {
 
 using testing::kTtsBos;

@@ -15,7 +15,7 @@
 #include "engine/tts/model/tts_generator.h"
 #include "engine/synthetic/random_tensor_set.h"
 
-namespace sluice::engine::tts {
+namespace sluice::engine::tts::unit_engine_tts_test_tts_real_shapes {
 
 TEST_CASE("tts: random weights at the real 0.6B shapes load (Q8_0) and step" * doctest::skip()) {
   const int threads = std::getenv("SLUICE_TTS_THREADS") ? std::atoi(std::getenv("SLUICE_TTS_THREADS")) : 2;

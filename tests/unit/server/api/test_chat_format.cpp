@@ -13,7 +13,7 @@
 #include "server/api/generation/generation_job.h"
 #include "tests/unit/server/api/generation_events.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_api_test_chat_format {
 namespace {
 
 using engine::FinishReason;

@@ -14,7 +14,7 @@
 #include "server/services/model_service.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_api_test_chat_generic_tools {
 namespace {
 
 using Json = nlohmann::ordered_json;

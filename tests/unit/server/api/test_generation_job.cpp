@@ -15,7 +15,7 @@
 #include "server/api/openai/completions_format.h"
 #include "tests/unit/server/api/generation_events.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_api_test_generation_job {
 namespace {
 
 using engine::FinishReason;

@@ -6,7 +6,7 @@
 
 #include "server/api/health.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_api_test_health {
 namespace {
 
 TEST_CASE("health: every engine running answers 200 with the terse body") {

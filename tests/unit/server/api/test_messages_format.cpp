@@ -13,7 +13,7 @@
 #include "server/api/anthropic/messages_format.h"
 #include "tests/unit/server/api/generation_events.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_api_test_messages_format {
 namespace {
 
 using engine::FinishReason;

@@ -6,6 +6,8 @@
 
 #include <vector>
 
+namespace unit_server_api_test_replica_info {
+
 using namespace sluice;
 using sluice::server::ReplicaModel;
 
@@ -78,3 +80,4 @@ TEST_CASE("model and server info: the served name, never the file path") {
   CHECK_FALSE(server_info.contains("model"));
   CHECK_FALSE(server_info.contains("block_size"));  // and "block_size" of "kv_block_size" in vllm-router
 }
+}  // namespace unit_server_api_test_replica_info

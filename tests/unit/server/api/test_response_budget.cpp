@@ -7,7 +7,7 @@
 
 #include "server/api/generation/response_budget.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_api_test_response_budget {
 namespace {
 
 // One prompt of `num_tokens`, n choices, logprobs; echo scores the prompt too.

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+namespace unit_server_api_test_speech_errors {
+
 using namespace sluice;
 using namespace sluice::server;
 
@@ -79,3 +81,4 @@ TEST_CASE("a whole lossless speech response that could pass max_speech_body_byte
   CHECK(overflow.status == 400);
   CHECK(overflow.param == "stream_format");
 }
+}  // namespace unit_server_api_test_speech_errors

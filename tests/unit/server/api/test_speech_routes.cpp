@@ -12,6 +12,8 @@
 
 #include "server/http/dispatcher.h"
 
+namespace unit_server_api_test_speech_routes {
+
 using namespace sluice;
 using namespace sluice::server;
 
@@ -52,3 +54,4 @@ TEST_CASE("/v1/audio/voices is 503 while models load, as the model routes are") 
   CHECK(loaded.response.result_int() == 200);
   CHECK(nlohmann::json::parse(loaded.response.body())["voices"].empty());
 }
+}  // namespace unit_server_api_test_speech_routes

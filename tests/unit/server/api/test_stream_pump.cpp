@@ -13,6 +13,8 @@
 
 #include "server/api/stream_pump.h"
 
+namespace unit_server_api_test_stream_pump {
+
 using namespace sluice::server;
 using sluice::engine::ChoiceDelta;
 using sluice::engine::ChoiceFinish;
@@ -53,7 +55,7 @@ std::shared_ptr<RequestStream> stream_named(const std::string& id) {
 TEST_CASE("the step runs again at each engine wake-up until it says the answer is complete") {
   asio::io_context ioc;
   const Request request;
-  Exchange ex{request};
+  Exchange ex{request, "req-1", {}, {}, nullptr, {}};
   const Streams streams{stream_named("r-0")};
   int steps = 0;
   bool finished_seen = false;
@@ -94,7 +96,7 @@ TEST_CASE("the step runs again at each engine wake-up until it says the answer i
 TEST_CASE("an answer that ends early cancels and aborts only the unfinished requests, and its exception is rethrown") {
   asio::io_context ioc;
   const Request request;
-  Exchange ex{request};
+  Exchange ex{request, "req-1", {}, {}, nullptr, {}};
   const Streams streams{stream_named("r-0"), stream_named("r-1"), stream_named("r-2")};
   streams[1]->push_finish(ChoiceFinish{});
   std::vector<std::string> aborted;
@@ -117,7 +119,7 @@ TEST_CASE("an answer that ends early cancels and aborts only the unfinished requ
 TEST_CASE("without an Abort (the speech engine) the unfinished stream is still cancelled") {
   asio::io_context ioc;
   const Request request;
-  Exchange ex{request};
+  Exchange ex{request, "req-1", {}, {}, nullptr, {}};
   const Streams streams{stream_named("speech-0")};
   const StreamPump::Abort no_abort;
   const StreamPump::Answer answer = [](StreamPump&) -> asio::awaitable<void> { co_return; };
@@ -128,3 +130,4 @@ TEST_CASE("without an Abort (the speech engine) the unfinished stream is still c
   CHECK_FALSE(outcome.error);
   CHECK(streams[0]->is_cancelled());
 }
+}  // namespace unit_server_api_test_stream_pump

@@ -23,7 +23,7 @@ struct MemoryFile {
   sf_count_t position = 0;
 };
 
-DecodedAudio decode_with_sndfile(const std::string& bytes) {
+ReadBackAudio decode_with_sndfile(const std::string& bytes) {
   SF_VIRTUAL_IO io{};
   io.get_filelen = [](void* user) { return static_cast<sf_count_t>(static_cast<MemoryFile*>(user)->bytes->size()); };
   io.seek = [](sf_count_t offset, int whence, void* user) {
@@ -46,7 +46,7 @@ DecodedAudio decode_with_sndfile(const std::string& bytes) {
   SF_INFO info{};
   SNDFILE* file = sf_open_virtual(&io, SFM_READ, &info, &memory);
   REQUIRE_MESSAGE(file != nullptr, sf_strerror(nullptr));
-  DecodedAudio out{info.samplerate, info.channels, {}};
+  ReadBackAudio out{info.samplerate, info.channels, {}};
   // A streamed FLAC says its length is unknown: read to the end, not to info.frames.
   std::vector<float> block(4096 * static_cast<size_t>(std::max(info.channels, 1)));
   for (sf_count_t got; (got = sf_readf_float(file, block.data(), 4096)) > 0;)
@@ -56,7 +56,7 @@ DecodedAudio decode_with_sndfile(const std::string& bytes) {
 }
 
 // FFmpeg's demuxer and decoder for an ADTS AAC stream (libsndfile reads no AAC).
-DecodedAudio decode_aac_with_ffmpeg(const std::string& bytes) {
+ReadBackAudio decode_aac_with_ffmpeg(const std::string& bytes) {
   MemoryFile memory{&bytes};
   constexpr int kBufferBytes = 4096;
   auto* buffer = static_cast<unsigned char*>(av_malloc(kBufferBytes));
@@ -80,7 +80,7 @@ DecodedAudio decode_aac_with_ffmpeg(const std::string& bytes) {
   AVCodecContext* decoder = avcodec_alloc_context3(codec);
   avcodec_parameters_to_context(decoder, format->streams[0]->codecpar);
   REQUIRE(avcodec_open2(decoder, codec, nullptr) == 0);
-  DecodedAudio out{decoder->sample_rate, decoder->ch_layout.nb_channels, {}};
+  ReadBackAudio out{decoder->sample_rate, decoder->ch_layout.nb_channels, {}};
   AVPacket* packet = av_packet_alloc();
   AVFrame* frame = av_frame_alloc();
   auto take_frames = [&] {
@@ -107,8 +107,8 @@ DecodedAudio decode_aac_with_ffmpeg(const std::string& bytes) {
 }
 
 // Raw s16le, as OpenAI's pcm is.
-DecodedAudio decode_pcm(const std::string& bytes, int rate) {
-  DecodedAudio out{rate, 1, {}};
+ReadBackAudio decode_pcm(const std::string& bytes, int rate) {
+  ReadBackAudio out{rate, 1, {}};
   for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
     const auto value = static_cast<int16_t>(static_cast<uint8_t>(bytes[i]) | (static_cast<uint8_t>(bytes[i + 1]) << 8));
     out.samples.push_back(static_cast<float>(value) / 32768.0f);
@@ -118,7 +118,7 @@ DecodedAudio decode_pcm(const std::string& bytes, int rate) {
 
 }  // namespace
 
-DecodedAudio decode_audio(std::string_view format, const std::string& bytes, int pcm_rate) {
+ReadBackAudio decode_audio(std::string_view format, const std::string& bytes, int pcm_rate) {
   if (format == "pcm") return decode_pcm(bytes, pcm_rate);
   if (format == "aac") return decode_aac_with_ffmpeg(bytes);
   return decode_with_sndfile(bytes);

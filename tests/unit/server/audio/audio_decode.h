@@ -8,7 +8,9 @@
 
 namespace sluice::server {
 
-struct DecodedAudio {
+// Not "DecodedAudio": server/audio/audio_decoder.h has that name in this namespace,
+// and the test binary links both.
+struct ReadBackAudio {
   int sample_rate = 0;
   int channels = 0;
   std::vector<float> samples;  // channel-interleaved, in [-1, 1]
@@ -16,6 +18,6 @@ struct DecodedAudio {
 
 // `format` is a response_format name; pcm has no header, so it is taken as mono at
 // `pcm_rate`. Fails the running doctest case when the bytes do not decode.
-DecodedAudio decode_audio(std::string_view format, const std::string& bytes, int pcm_rate);
+ReadBackAudio decode_audio(std::string_view format, const std::string& bytes, int pcm_rate);
 
 }  // namespace sluice::server

@@ -15,7 +15,7 @@
 #include "server/audio/audio_decoder.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_audio_test_audio_decoder {
 namespace {
 
 namespace fs = std::filesystem;

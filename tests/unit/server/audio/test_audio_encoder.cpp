@@ -12,7 +12,7 @@
 
 #include "tests/unit/server/audio/audio_decode.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_audio_test_audio_encoder {
 namespace {
 
 constexpr int kRate = 24000;
@@ -48,7 +48,7 @@ Encoded encode_in_pieces(std::string_view format, const std::vector<float>& samp
   return out;
 }
 
-using Decoded = DecodedAudio;
+using Decoded = ReadBackAudio;
 
 Decoded decode(std::string_view format, const std::string& bytes) { return decode_audio(format, bytes, kRate); }
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sluice::server {
+namespace sluice::server::unit_server_audio_test_audio_file {
 namespace {
 
 std::filesystem::path temp_path(const std::string& name) {

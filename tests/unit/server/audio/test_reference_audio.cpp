@@ -13,7 +13,7 @@
 
 #include "server/audio/audio_encoder.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_audio_test_reference_audio {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;

@@ -12,7 +12,7 @@
 
 #include "tests/unit/server/audio/audio_decode.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_audio_test_speech_audio {
 namespace {
 
 constexpr int kRate = 24000;
@@ -53,7 +53,7 @@ Output run(const SpeechAudioOptions& options, const std::vector<float>& samples,
 
 // The tone's frequency from upward zero crossings over the middle of the signal,
 // away from the edges where stretchers, filters and codecs ramp in and out.
-double frequency(const DecodedAudio& audio) {
+double frequency(const ReadBackAudio& audio) {
   const size_t from = audio.samples.size() / 5, to = audio.samples.size() * 4 / 5;
   size_t first = 0, last = 0, num_crossings = 0;
   for (size_t i = from + 1; i < to; ++i) {
@@ -67,7 +67,7 @@ double frequency(const DecodedAudio& audio) {
   return static_cast<double>(num_crossings - 1) * audio.sample_rate / static_cast<double>(last - first);
 }
 
-double seconds(const DecodedAudio& audio) {
+double seconds(const ReadBackAudio& audio) {
   return static_cast<double>(audio.samples.size()) / audio.channels / audio.sample_rate;
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("speech audio: speed changes the duration by 1/speed and keeps the pit
   for (const float speed : {2.0f, 0.5f, 0.25f, 4.0f, 1.5f}) {
     CAPTURE(speed);
     const Output out = run(pcm_at(speed), input);
-    const DecodedAudio decoded = decode_audio("pcm", out.bytes, kRate);
+    const ReadBackAudio decoded = decode_audio("pcm", out.bytes, kRate);
     CHECK(static_cast<int64_t>(decoded.samples.size()) == out.samples_out);
     MESSAGE("speed " << speed << ": " << decoded.samples.size() << " samples, " << frequency(decoded) << " Hz");
     CHECK(std::abs(seconds(decoded) - 1.0 / speed) <= 0.005);  // a few ms
@@ -103,7 +103,7 @@ TEST_CASE("speech audio: resampling keeps the duration and the frequency, and th
     options.output_rate = rate;
     const Output out = run(options, input);
     CHECK(out.output_rate == rate);
-    const DecodedAudio decoded = decode_audio("wav", out.bytes, rate);
+    const ReadBackAudio decoded = decode_audio("wav", out.bytes, rate);
     CHECK(decoded.sample_rate == rate);
     CHECK(decoded.channels == 1);
     CHECK(static_cast<int64_t>(decoded.samples.size()) == out.samples_out);
@@ -160,7 +160,7 @@ TEST_CASE("speech audio: every format decodes at speed 1.5 and 16 kHz") {
     const Output out = run(options, input, {1920});
     // Streamed: most of it is out before finish(), not only a header.
     CHECK(out.num_before_finish > out.bytes.size() / 2);
-    const DecodedAudio decoded = decode_audio(name, out.bytes, 16000);
+    const ReadBackAudio decoded = decode_audio(name, out.bytes, 16000);
     CHECK(decoded.sample_rate == 16000);
     CHECK(decoded.channels == 1);
     const double expected = static_cast<double>(out.samples_out) / 16000;
@@ -181,7 +181,7 @@ TEST_CASE("speech audio: whole delivery holds everything for finish, with the ex
   options.delivery = AudioDelivery::whole;
   const Output out = run(options, sine(), {1, 7, 1920, 3000});
   CHECK(out.num_before_finish == 0);
-  const DecodedAudio decoded = decode_audio("wav", out.bytes, 16000);
+  const ReadBackAudio decoded = decode_audio("wav", out.bytes, 16000);
   CHECK(decoded.sample_rate == 16000);
   CHECK(static_cast<int64_t>(decoded.samples.size()) == out.samples_out);
   CHECK(std::abs(seconds(decoded) - 0.5) <= 0.005);

@@ -11,6 +11,8 @@
 #include "server/http/chunked_writer.h"
 #include "tests/unit/server/http/loopback_pair.h"
 
+namespace unit_server_http_test_chunked_writer {
+
 using namespace sluice::server;
 
 namespace {
@@ -196,3 +198,4 @@ TEST_CASE("chunked writer: a client that stops reading fails a send after the wr
   CHECK(failed);
   CHECK(num_sent < 256);
 }
+}  // namespace unit_server_http_test_chunked_writer

@@ -8,6 +8,8 @@
 
 #include "server/http/connection_tracker.h"
 
+namespace unit_server_http_test_connection_tracker {
+
 using namespace sluice::server;
 using Admission = ConnectionTracker::Admission;
 
@@ -163,3 +165,4 @@ TEST_CASE("enter_idle is allowed until the drain begins") {
   tracker.enter_busy(connection);
   CHECK(tracker.enter_idle(connection));
 }
+}  // namespace unit_server_http_test_connection_tracker

@@ -8,6 +8,8 @@
 
 #include "server/http/dispatcher.h"
 
+namespace unit_server_http_test_dispatcher {
+
 using namespace sluice::server;
 
 namespace {
@@ -262,3 +264,4 @@ TEST_CASE("a handler that sends its own response: headers decorated, nothing lef
   CHECK(failed.sent);
   CHECK_FALSE(failed.keep_alive);  // the stream broke off: the connection must close
 }
+}  // namespace unit_server_http_test_dispatcher

@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 
+namespace unit_server_http_test_multipart {
+
 using namespace sluice::server;
 
 namespace {
@@ -134,3 +136,4 @@ TEST_CASE("multipart: random bytes and every truncation of a good body end in pa
     }
   }
 }
+}  // namespace unit_server_http_test_multipart

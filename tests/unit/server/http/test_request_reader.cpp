@@ -7,6 +7,8 @@
 
 #include "server/http/request_reader.h"
 
+namespace unit_server_http_test_request_reader {
+
 using namespace sluice::server;
 
 namespace {
@@ -145,3 +147,4 @@ TEST_CASE("a header whose last piece completes it past the limit is refused") {
   // The rest arrives at once: in it, no field is pending after the parser's pass.
   CHECK(feed.put(fields.substr(3000) + "\r\n", ParseGoal::header, limit) == http::error::header_limit);
 }
+}  // namespace unit_server_http_test_request_reader

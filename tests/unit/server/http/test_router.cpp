@@ -2,6 +2,8 @@
 
 #include "server/http/router.h"
 
+namespace unit_server_http_test_router {
+
 using namespace sluice::server;
 
 namespace {
@@ -93,3 +95,4 @@ TEST_CASE("percent_decode rejects malformed escapes") {
   CHECK_FALSE(percent_decode("%", out));
   CHECK_FALSE(percent_decode("%g0", out));
 }
+}  // namespace unit_server_http_test_router

@@ -16,6 +16,8 @@
 #include "server/http/stream_watch.h"
 #include "tests/unit/server/http/loopback_pair.h"
 
+namespace unit_server_http_test_stream_watch {
+
 using namespace sluice::server;
 using sluice::engine::ChoiceDelta;
 using sluice::engine::RequestStream;
@@ -224,3 +226,4 @@ TEST_CASE("stream watch: a wake-up that arrives after the watch ended touches no
   push_from_engine_thread(stream);  // the destructor detached it: nothing posted
   CHECK(poll(ioc) == 0);
 }
+}  // namespace unit_server_http_test_stream_watch

@@ -17,7 +17,7 @@
 #include "server/kv_events/kv_event_encoding.h"
 #include "server/kv_events/zmq_kv_event_publisher.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_kv_events_test_kv_event_wire {
 namespace {
 
 engine::KvEventBatch sample_batch() {

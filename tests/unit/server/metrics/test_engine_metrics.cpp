@@ -12,6 +12,8 @@
 
 #include "server/metrics/engine_metrics.h"
 
+namespace unit_server_metrics_test_engine_metrics {
+
 using namespace sluice;
 using sluice::server::EngineMetrics;
 
@@ -351,3 +353,4 @@ TEST_CASE("without vLLM's names only sluice_* is shown; both namings come and go
   a.reset();
   CHECK(render(registry).empty());
 }
+}  // namespace unit_server_metrics_test_engine_metrics

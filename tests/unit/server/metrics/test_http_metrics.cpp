@@ -7,6 +7,8 @@
 
 #include "server/metrics/http_metrics.h"
 
+namespace unit_server_metrics_test_http_metrics {
+
 using namespace sluice::server;
 
 namespace {
@@ -65,3 +67,4 @@ TEST_CASE("a held gauge comes back down however its scope ends, exceptions of an
   }
   CHECK(metrics.connections_open.Value() == 0);
 }
+}  // namespace unit_server_metrics_test_http_metrics

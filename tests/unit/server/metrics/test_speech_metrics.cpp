@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-namespace sluice::server {
+namespace sluice::server::unit_server_metrics_test_speech_metrics {
 namespace {
 
 std::string render(prometheus::Registry& registry) {

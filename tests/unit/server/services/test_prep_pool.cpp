@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace sluice::server {
+namespace sluice::server::unit_server_services_test_prep_pool {
 namespace {
 
 // Runs `coroutine` to completion on a fresh io_context driven by this thread.

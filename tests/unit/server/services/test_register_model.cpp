@@ -18,7 +18,7 @@
 #include "tests/unit/prerequisites.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_services_test_register_model {
 namespace {
 
 using backends::DType;

@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace sluice::server {
+namespace sluice::server::unit_server_services_test_response_store {
 namespace {
 
 using Clock = ResponseStore::Clock;

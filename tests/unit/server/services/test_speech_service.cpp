@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-namespace sluice::server {
+namespace sluice::server::unit_server_services_test_speech_service {
 namespace {
 
 TEST_CASE("speech service: the engine config comes from the daemon's, voices capped at 32") {

@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-namespace sluice::server {
+namespace sluice::server::unit_server_services_test_speech_voices {
 namespace {
 
 // The speakers of the published CustomVoice checkpoints.

@@ -16,7 +16,7 @@
 #include "server/audio/audio_encoder.h"
 #include "tests/unit/fixtures_dir.h"
 
-namespace sluice::server {
+namespace sluice::server::unit_server_services_test_voice_cloner {
 namespace {
 
 namespace fs = std::filesystem;

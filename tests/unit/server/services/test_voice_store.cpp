@@ -8,6 +8,8 @@
 #include <fstream>
 #include <random>
 
+namespace unit_server_services_test_voice_store {
+
 using namespace sluice::server;
 namespace fs = std::filesystem;
 
@@ -120,3 +122,4 @@ TEST_CASE("voice store on disk: files of another model or broken ones are skippe
   VoiceStore small(dir.path, 0, kWidth, kGroups);  // max_voices below what the folder holds
   CHECK(small.list().empty());
 }
+}  // namespace unit_server_services_test_voice_store
